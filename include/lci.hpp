@@ -1,0 +1,201 @@
+// LCI: a Lightweight Communication Interface for asynchronous,
+// multithreaded programs.
+//
+// This header holds the basic types (status, errors, completion objects);
+// the resources and operations are generated from src/api/spec.py into
+// lci_binding.hpp, included at the end. Every operation `op(positional...)`
+// also exists as `op_x(positional...)` whose optional arguments are setters
+// that chain in any order, run by operator()():
+//
+//   lci::post_send_x(rank, buf, size, tag, comp).device(dev)();
+//
+// Thread safety: every operation may be called from any thread unless its
+// comment says otherwise. Allocation and free of runtimes and devices are
+// collective over the ranks and must not race with other use of the same
+// resource. The header parses as C++11.
+#ifndef LCI_HPP
+#define LCI_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#define LCI_VERSION_MAJOR 2
+#define LCI_VERSION_MINOR 0
+#define LCI_VERSION_PATCH 0
+
+namespace lci
+{
+
+typedef uint64_t tag_t;
+typedef uint32_t rcomp_t;
+
+const int ANY_SOURCE = -1;
+const tag_t ANY_TAG = static_cast<tag_t>(-1);
+// the "no remote completion" value of an rcomp_t
+const rcomp_t RCOMP_NULL = static_cast<rcomp_t>(-1);
+
+// Fatal errors: bad arguments, misuse of resources, network failures. The
+// message names the call and the offending value.
+class fatal_error : public std::runtime_error
+{
+ public:
+  explicit fatal_error(const std::string& what) : std::runtime_error(what) {}
+};
+
+// A peer rank failed or became unreachable.
+class peer_failure_error : public fatal_error
+{
+ public:
+  peer_failure_error(const std::string& what, int rank)
+      : fatal_error(what), rank_(rank)
+  {
+  }
+  int failed_rank() const { return rank_; }
+
+ private:
+  int rank_;
+};
+
+enum class errorcode_t {
+  done_min,
+  done,          // completed immediately; completion objects not signalled
+  done_backlog,  // completed from the backlog queue
+  done_max,
+  posted_min,
+  posted,          // the completion object will be signalled
+  posted_backlog,  // queued in the backlog; will be signalled
+  posted_max,
+  retry_min,
+  retry,           // temporarily unavailable: post again later
+  retry_init,      // not ready yet (e.g. peers not connected)
+  retry_lock,      // a network lock was busy
+  retry_nopacket,  // the packet pool is empty
+  retry_nomem,     // the network send queue is full
+  retry_backlog,   // the backlog queue is not empty
+  retry_max,
+  fatal,
+};
+
+const char* get_errorcode_str(errorcode_t code);
+
+struct error_t {
+  errorcode_t errorcode;
+  error_t() : errorcode(errorcode_t::retry) {}
+  error_t(errorcode_t code) : errorcode(code) {}  // NOLINT: implicit on purpose
+  bool is_done() const
+  {
+    return errorcode > errorcode_t::done_min &&
+           errorcode < errorcode_t::done_max;
+  }
+  bool is_posted() const
+  {
+    return errorcode > errorcode_t::posted_min &&
+           errorcode < errorcode_t::posted_max;
+  }
+  bool is_retry() const
+  {
+    return errorcode > errorcode_t::retry_min &&
+           errorcode < errorcode_t::retry_max;
+  }
+  void reset(errorcode_t code = errorcode_t::retry) { errorcode = code; }
+  const char* get_str() const { return get_errorcode_str(errorcode); }
+  bool operator==(const error_t& o) const { return errorcode == o.errorcode; }
+  bool operator!=(const error_t& o) const { return errorcode != o.errorcode; }
+};
+
+// The descriptor of a communication: returned by posting calls and passed to
+// completion objects.
+struct status_t {
+  error_t error;
+  int rank;            // the peer
+  void* buffer;        // the local buffer (or a received active message)
+  size_t size;         // bytes moved
+  tag_t tag;           // the message's tag
+  void* user_context;  // as given to the posting call
+
+  status_t() : rank(-1), buffer(nullptr), size(0), tag(0), user_context(nullptr)
+  {
+  }
+  status_t(errorcode_t code)  // NOLINT: implicit on purpose
+      : error(code),
+        rank(-1),
+        buffer(nullptr),
+        size(0),
+        tag(0),
+        user_context(nullptr)
+  {
+  }
+  error_t get_error() const { return error; }
+  int get_rank() const { return rank; }
+  void* get_buffer() const { return buffer; }
+  size_t get_size() const { return size; }
+  tag_t get_tag() const { return tag; }
+  void* get_user_context() const { return user_context; }
+  bool is_done() const { return error.is_done(); }
+  bool is_posted() const { return error.is_posted(); }
+  bool is_retry() const { return error.is_retry(); }
+};
+
+enum class direction_t { OUT, IN };
+
+// How a send and a receive are matched; the key is (matching engine, source
+// rank, tag) restricted by the policy. A send matches a wildcard receive only
+// if it was posted with the same policy.
+enum class matching_policy_t { none, rank_only, tag_only, rank_tag };
+
+typedef void (*comp_handler_t)(status_t status);
+
+// A completion object: anything with a signal(status_t). Users may derive
+// their own; signal may run on any thread that calls progress or posts.
+class comp_impl_t
+{
+ public:
+  virtual ~comp_impl_t() {}
+  virtual void signal(status_t status) = 0;
+};
+
+class comp_t
+{
+ public:
+  comp_impl_t* p_impl;
+  comp_t() : p_impl(nullptr) {}
+  explicit comp_t(comp_impl_t* p) : p_impl(p) {}
+  bool is_empty() const { return p_impl == nullptr; }
+  comp_impl_t* get_impl() const { return p_impl; }
+  bool operator==(const comp_t& o) const { return p_impl == o.p_impl; }
+  bool operator!=(const comp_t& o) const { return p_impl != o.p_impl; }
+};
+
+// COMP_NULL: the posting call blocks (driving progress) until complete.
+const comp_t COMP_NULL = comp_t();
+// COMP_NULL_RETRY: no completion object; the call returns done or retry
+// (a sentinel: it is never signalled).
+const comp_t COMP_NULL_RETRY = comp_t(reinterpret_cast<comp_impl_t*>(0x1));
+
+// An optional attribute value of an allocating call (set or not).
+template <typename T>
+class option_t
+{
+ public:
+  option_t() : set_(false), value_() {}
+  void set(const T& v)
+  {
+    value_ = v;
+    set_ = true;
+  }
+  bool is_set() const { return set_; }
+  const T& get() const { return value_; }
+
+ private:
+  bool set_;
+  T value_;
+};
+
+}  // namespace lci
+
+#include "lci_binding.hpp"
+
+#endif  // LCI_HPP

@@ -1,0 +1,190 @@
+# The one declarative list of LCI's resources, attributes and operations.
+#
+# gen.py turns this file into include/lci_binding.hpp (attribute structs,
+# resource handles, and one OFF class `op_x` plus one plain function `op` per
+# operation) and lci_binding.cpp (attribute defaults and their environment
+# overrides, handle attribute getters). Nothing else lists these names: add an
+# operation or an attribute here and the C++ interface follows.
+#
+# attr(type, name, default, help, choices=None)
+#   An attribute of a resource. Its value comes from the allocating call's
+#   setter, else the environment variable LCI_ATTR_<NAME>, else `default`.
+#   `choices` restricts a string attribute to a set of names.
+# pos(type, name)           a positional argument, in order.
+# opt(type, name, default)  an optional argument, set in any order on op_x.
+# op(name, ret, args, attrs_of=None, doc)
+#   `attrs_of` names a resource whose attributes become optional arguments;
+#   the implementation then receives the merged `<resource>_attr_t attr`.
+#   `sugar` = (base, fixed): the operation is `base` with some arguments
+#   fixed; its positional arguments map to the base's by name and it takes
+#   every other optional argument of the base. It has no implementation of
+#   its own.
+
+from collections import namedtuple
+
+Attr = namedtuple("Attr", "type name default help choices")
+Arg = namedtuple("Arg", "kind type name default")
+Op = namedtuple("Op", "name ret args attrs_of sugar doc")
+Resource = namedtuple("Resource", "name attrs doc")
+
+
+def attr(type_, name, default, help_, choices=None):
+    return Attr(type_, name, default, help_, choices)
+
+
+def pos(type_, name):
+    return Arg("pos", type_, name, None)
+
+
+def opt(type_, name, default):
+    return Arg("opt", type_, name, default)
+
+
+def op(name, ret, args=(), attrs_of=None, sugar=None, doc=""):
+    return Op(name, ret, list(args), attrs_of, sugar, doc)
+
+
+RESOURCES = [
+    Resource("runtime", [
+        attr("std::string", "ofi_provider_name", "shm",
+             "libfabric provider of the runtime's network context "
+             "(shm on one node, tcp over loopback)",
+             choices=["shm", "tcp", "sockets", "verbs", "cxi", "efa"]),
+        attr("std::string", "backend", "ofi", "network backend",
+             choices=["ofi"]),
+        attr("size_t", "max_inject_size", 64,
+             "largest payload sent with the inject protocol (clamped to the "
+             "provider's inject size)"),
+        attr("uint64_t", "max_tag", 0xfffffffffffffffe,
+             "largest tag a message may carry (ANY_TAG is reserved)"),
+        attr("bool", "alloc_default_device", True,
+             "allocate a default device with the runtime"),
+        attr("size_t", "packet_size", 8192,
+             "size of a packet of the default packet pool, header included"),
+        attr("size_t", "npackets", 4096,
+             "number of packets of the default packet pool"),
+    ], "a runtime: bootstrap, network context and default resources"),
+    Resource("device", [
+        attr("size_t", "net_max_sends", 1024,
+             "send queue depth of the device's endpoint"),
+        attr("size_t", "net_max_recvs", 256,
+             "receives kept pre-posted on the device"),
+        attr("size_t", "net_max_cqes", 8192,
+             "completion queue size of the device"),
+    ], "a complete set of network resources (endpoint, completion queue)"),
+    Resource("packet_pool", [
+        attr("size_t", "packet_size", 8192,
+             "size of a packet, header included"),
+        attr("size_t", "npackets", 4096, "number of packets in the pool"),
+    ], "fixed-size buffers for the inject and eager protocols"),
+    Resource("matching_engine", [
+        attr("size_t", "num_buckets", 65536,
+             "hash buckets of the matching table"),
+    ], "matches incoming sends with posted receives"),
+    Resource("sync", [
+        attr("int", "threshold", 1, "signals needed before the synchronizer "
+             "is ready"),
+    ], "synchronizer completion object"),
+    Resource("cq", [
+        attr("size_t", "default_length", 8192,
+             "initial capacity of the completion queue (it grows when full)"),
+    ], "completion queue"),
+]
+
+RT = opt("runtime_t", "runtime", "runtime_t()")
+DEV = opt("device_t", "device", "device_t()")
+
+OPS = [
+    # runtime lifecycle
+    op("alloc_runtime", "runtime_t", attrs_of="runtime",
+       doc="allocate a runtime (collective over the bootstrap's ranks)"),
+    op("free_runtime", "void", [pos("runtime_t*", "runtime")],
+       doc="free a runtime and its default resources"),
+    op("g_runtime_init", "void", attrs_of="runtime",
+       doc="allocate the global runtime"),
+    op("g_runtime_fina", "void", doc="free the global runtime"),
+    op("get_g_runtime", "runtime_t", doc="the global runtime (may be empty)"),
+    op("get_rank_me", "int", [RT], doc="rank of this process"),
+    op("get_rank_n", "int", [RT], doc="number of ranks"),
+    # resources
+    op("alloc_device", "device_t", [RT, opt("packet_pool_t", "packet_pool",
+                                             "packet_pool_t()")],
+       attrs_of="device",
+       doc="allocate a device; collective: every rank allocates its devices "
+       "in the same order"),
+    op("free_device", "void", [pos("device_t*", "device"), RT],
+       doc="free a device"),
+    op("get_default_device", "device_t", [RT]),
+    op("alloc_packet_pool", "packet_pool_t", [RT], attrs_of="packet_pool"),
+    op("free_packet_pool", "void", [pos("packet_pool_t*", "packet_pool"),
+                                     RT]),
+    op("get_default_packet_pool", "packet_pool_t", [RT]),
+    op("get_max_bcopy_size", "size_t",
+       [RT, opt("packet_pool_t", "packet_pool", "packet_pool_t()")],
+       doc="largest payload sent with the eager (buffer-copy) protocol"),
+    op("alloc_matching_engine", "matching_engine_t", [RT],
+       attrs_of="matching_engine"),
+    op("free_matching_engine", "void",
+       [pos("matching_engine_t*", "matching_engine"), RT]),
+    op("get_default_matching_engine", "matching_engine_t", [RT]),
+    # completion objects
+    op("alloc_sync", "comp_t", [RT], attrs_of="sync"),
+    op("sync_test", "bool", [pos("comp_t", "comp"), pos("status_t*", "p_out")],
+       doc="true once `threshold` signals arrived; copies them to p_out "
+       "(may be null) and resets the synchronizer"),
+    op("sync_wait", "void", [pos("comp_t", "comp"), pos("status_t*", "p_out"),
+                             opt("bool", "do_progress", "true"), DEV, RT],
+       doc="wait until sync_test succeeds, driving progress on `device` "
+       "(default device when unset) unless do_progress is false"),
+    op("alloc_cq", "comp_t", [RT], attrs_of="cq"),
+    op("cq_pop", "status_t", [pos("comp_t", "comp")],
+       doc="done with the oldest status, or retry when empty"),
+    op("alloc_handler", "comp_t", [pos("comp_handler_t", "handler"), RT]),
+    op("alloc_counter", "comp_t", [RT]),
+    op("counter_get", "int64_t", [pos("comp_t", "comp")]),
+    op("counter_set", "void", [pos("comp_t", "comp"), pos("int64_t", "value")]),
+    op("comp_signal", "void", [pos("comp_t", "comp"), pos("status_t", "status")]),
+    op("free_comp", "void", [pos("comp_t*", "comp")]),
+    op("register_rcomp", "rcomp_t", [pos("comp_t", "comp"), RT],
+       doc="give a completion object a handle that peers can target; every "
+       "rank registers in the same order, so handles agree"),
+    op("deregister_rcomp", "void", [pos("rcomp_t", "rcomp"), RT]),
+    # communication
+    op("post_comm", "status_t", [
+        pos("direction_t", "direction"), pos("int", "rank"),
+        pos("void*", "local_buffer"), pos("size_t", "size"),
+        pos("comp_t", "local_comp"),
+        RT, DEV,
+        opt("packet_pool_t", "packet_pool", "packet_pool_t()"),
+        opt("matching_engine_t", "matching_engine", "matching_engine_t()"),
+        opt("tag_t", "tag", "0"),
+        opt("rcomp_t", "remote_comp", "RCOMP_NULL"),
+        opt("void*", "user_context", "nullptr"),
+        opt("matching_policy_t", "matching_policy",
+            "matching_policy_t::rank_tag"),
+        opt("bool", "allow_done", "true"),
+        opt("bool", "allow_posted", "true"),
+        opt("bool", "allow_retry", "true"),
+    ], doc="the generic posting operation (Table 1 of the paper)"),
+    op("post_send", "status_t", [
+        pos("int", "rank"), pos("void*", "local_buffer"), pos("size_t", "size"),
+        pos("tag_t", "tag"), pos("comp_t", "local_comp")],
+       sugar=("post_comm", {"direction": "direction_t::OUT",
+                            "remote_comp": "RCOMP_NULL"}),
+       doc="post_comm(OUT, ...) with a tag and no remote completion"),
+    op("post_recv", "status_t", [
+        pos("int", "rank"), pos("void*", "local_buffer"), pos("size_t", "size"),
+        pos("tag_t", "tag"), pos("comp_t", "local_comp")],
+       sugar=("post_comm", {"direction": "direction_t::IN",
+                            "remote_comp": "RCOMP_NULL"}),
+       doc="post_comm(IN, ...) with a tag"),
+    op("post_am", "status_t", [
+        pos("int", "rank"), pos("void*", "local_buffer"), pos("size_t", "size"),
+        pos("comp_t", "local_comp"), pos("rcomp_t", "remote_comp")],
+       sugar=("post_comm", {"direction": "direction_t::OUT",
+                            "matching_engine": "matching_engine_t()",
+                            "matching_policy": "matching_policy_t::rank_tag"}),
+       doc="post_comm(OUT, ...) with a remote completion: an active message"),
+    op("progress", "error_t", [RT, DEV],
+       doc="make progress on a device: done if it did work, retry if not"),
+]

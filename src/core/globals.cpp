@@ -1,0 +1,37 @@
+#include "core/globals.hpp"
+
+namespace lci::globals
+{
+
+util::live_set_t& runtimes()
+{
+  static util::live_set_t s;
+  return s;
+}
+util::live_set_t& devices()
+{
+  static util::live_set_t s;
+  return s;
+}
+util::live_set_t& packet_pools()
+{
+  static util::live_set_t s;
+  return s;
+}
+util::live_set_t& matching_engines()
+{
+  static util::live_set_t s;
+  return s;
+}
+util::live_set_t& comps()
+{
+  static util::live_set_t s;
+  return s;
+}
+runtime_t& g_runtime()
+{
+  static runtime_t rt;
+  return rt;
+}
+
+}  // namespace lci::globals

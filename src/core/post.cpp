@@ -1,0 +1,250 @@
+// post_comm (paper 3.2.4 and 4.4, steps 1-3): validate, then either insert a
+// receive into the matching engine or send with the inject or eager
+// protocol.
+#include <cstring>
+
+#include "comp/sync.hpp"
+#include "core/progress.hpp"
+#include "core/protocol.hpp"
+#include "core/recv.hpp"
+#include "resource/matching_engine.hpp"
+#include "resource/packet_pool.hpp"
+#include "resource/runtime.hpp"
+#include "util/error.hpp"
+
+namespace lci
+{
+
+status_t complete_recv(recv_t* recv, packet_t* pkt, bool signal)
+{
+  msg_header_t hdr;
+  std::memcpy(&hdr, pkt->data(), sizeof(hdr));
+  size_t size = pkt->length;
+  if (size > recv->size) {
+    packet_pool_impl_t::put(pkt);
+    size_t capacity = recv->size;
+    if (signal) delete recv;
+    util::throw_fatal("post_recv: a ", size, "-byte message from rank ",
+                      hdr.rank, " with tag ", hdr.tag,
+                      " does not fit the posted ", capacity,
+                      "-byte receive buffer");
+  }
+  if (size > 0) std::memcpy(recv->buffer, pkt->data() + sizeof(hdr), size);
+  packet_pool_impl_t::put(pkt);
+  status_t s(errorcode_t::done);
+  s.rank = hdr.rank;
+  s.buffer = recv->buffer;
+  s.size = size;
+  s.tag = hdr.tag;
+  s.user_context = recv->user_context;
+  if (signal) {
+    comp_impl_t* comp = recv->comp;
+    delete recv;
+    comp->signal(s);
+  }
+  return s;
+}
+
+namespace
+{
+
+struct post_args_t {
+  runtime_impl_t* rt;
+  device_impl_t* dev;
+  packet_pool_impl_t* pool;
+  matching_engine_impl_t* me;
+  int rank;
+  void* buffer;
+  size_t size;
+  tag_t tag;
+  rcomp_t rcomp;
+  void* user_context;
+  matching_policy_t policy;
+};
+
+status_t done_status(const post_args_t& a)
+{
+  status_t s(errorcode_t::done);
+  s.rank = a.rank;
+  s.buffer = a.buffer;
+  s.size = a.size;
+  s.tag = a.tag;
+  s.user_context = a.user_context;
+  return s;
+}
+
+// Sends with the inject protocol (a copy on the stack, no completion) or the
+// eager one (a copy into a packet, returned to its pool when the network is
+// done with it). Either way the user buffer is free on return: done.
+status_t post_out(const post_args_t& a)
+{
+  msg_header_t hdr;
+  hdr.tag = a.tag;
+  hdr.rank = a.rt->rank_me;
+  if (a.rcomp != RCOMP_NULL)
+    hdr.meta = msg_header_t::make_meta(msg_type_t::am, a.policy, a.rcomp);
+  else
+    hdr.meta = msg_header_t::make_meta(msg_type_t::send, a.policy, a.me->index);
+  const size_t wire = sizeof(hdr) + a.size;
+
+  if (wire <= a.rt->max_inject_wire) {
+    alignas(16) char tmp[kMaxInjectWire];
+    std::memcpy(tmp, &hdr, sizeof(hdr));
+    if (a.size) std::memcpy(tmp + sizeof(hdr), a.buffer, a.size);
+    error_t e = a.dev->net->post_inject(a.rank, tmp, wire);
+    if (e.is_retry()) return status_t(e.errorcode);
+    return done_status(a);
+  }
+  packet_t* p = a.pool->get();
+  if (!p) return status_t(errorcode_t::retry_nopacket);
+  std::memcpy(p->data(), &hdr, sizeof(hdr));
+  if (a.size) std::memcpy(p->data() + sizeof(hdr), a.buffer, a.size);
+  a.dev->nsends_pending.fetch_add(1, std::memory_order_relaxed);
+  error_t e = a.dev->net->post_send(a.rank, p->data(), wire, p);
+  if (e.is_retry()) {
+    a.dev->nsends_pending.fetch_sub(1, std::memory_order_relaxed);
+    packet_pool_impl_t::put(p);
+    return status_t(e.errorcode);
+  }
+  return done_status(a);
+}
+
+// A receive: take a matching unexpected message if one is waiting (done),
+// or leave a descriptor in the matching engine (posted).
+status_t post_in(const post_args_t& a, comp_impl_t* comp)
+{
+  auto key = matching_engine_impl_t::make_key(a.rank, a.tag, a.policy);
+  auto* recv = new recv_t{a.buffer, a.size, comp, a.user_context};
+  void* pkt = a.me->insert(key, recv, matching_engine_impl_t::type_t::recv);
+  if (!pkt) return status_t(errorcode_t::posted);
+  status_t s = complete_recv(recv, static_cast<packet_t*>(pkt), false);
+  delete recv;
+  return s;
+}
+
+status_t post_once(const post_args_t& a, direction_t dir, comp_impl_t* comp)
+{
+  return dir == direction_t::OUT ? post_out(a) : post_in(a, comp);
+}
+
+size_t eager_limit(packet_pool_impl_t* send_pool, device_impl_t* dev)
+{
+  size_t packet = send_pool->attr.packet_size;
+  if (dev->pool->attr.packet_size < packet)
+    packet = dev->pool->attr.packet_size;
+  return packet - sizeof(msg_header_t);
+}
+
+// Wildcards on a receive select the matching policy that ignores them.
+matching_policy_t effective_policy(matching_policy_t policy, int rank,
+                                   tag_t tag)
+{
+  bool use_rank =
+      rank != ANY_SOURCE && (policy == matching_policy_t::rank_tag ||
+                             policy == matching_policy_t::rank_only);
+  bool use_tag = tag != ANY_TAG && (policy == matching_policy_t::rank_tag ||
+                                    policy == matching_policy_t::tag_only);
+  if (use_rank && use_tag) return matching_policy_t::rank_tag;
+  if (use_rank) return matching_policy_t::rank_only;
+  if (use_tag) return matching_policy_t::tag_only;
+  return matching_policy_t::none;
+}
+
+}  // namespace
+
+status_t post_comm_x::call_impl(
+    direction_t direction, int rank, void* local_buffer, size_t size,
+    comp_t local_comp, runtime_t runtime, device_t device,
+    packet_pool_t packet_pool, matching_engine_t matching_engine, tag_t tag,
+    rcomp_t remote_comp, void* user_context, matching_policy_t matching_policy,
+    bool allow_done, bool allow_posted, bool allow_retry)
+{
+  const char* call = "post_comm";
+  post_args_t a;
+  a.rt = resolve_runtime(runtime, call);
+  a.dev = device.p_impl ? device.p_impl : a.rt->default_device;
+  if (!a.dev)
+    util::throw_fatal(call, ": no device given and the runtime has none");
+  a.pool = packet_pool.p_impl ? packet_pool.p_impl : a.dev->pool;
+  a.me = matching_engine.p_impl ? matching_engine.p_impl : a.rt->default_me;
+  a.rank = rank;
+  a.buffer = local_buffer;
+  a.size = size;
+  a.tag = tag;
+  a.rcomp = remote_comp;
+  a.user_context = user_context;
+  a.policy = matching_policy;
+
+  const bool in = direction == direction_t::IN;
+  if (in && remote_comp != RCOMP_NULL)
+    util::throw_fatal(call, ": a receive (direction IN) with remote_comp ",
+                      remote_comp,
+                      " is not a valid communication (paper Table 1)");
+  if (!(rank >= 0 && rank < a.rt->rank_n) && !(in && rank == ANY_SOURCE))
+    util::throw_fatal(call, ": rank ", rank, " is out of range [0, ",
+                      a.rt->rank_n, ")");
+  if (!local_buffer && size > 0)
+    util::throw_fatal(call, ": null buffer with size ", size);
+  if (tag > a.rt->attr.max_tag && !(in && tag == ANY_TAG))
+    util::throw_fatal(call, ": tag ", tag, " is above max_tag ",
+                      a.rt->attr.max_tag);
+  if (remote_comp != RCOMP_NULL && remote_comp > msg_header_t::kAuxMax)
+    util::throw_fatal(call, ": remote_comp ", remote_comp, " is out of range");
+  if (!a.me && !(remote_comp != RCOMP_NULL))
+    util::throw_fatal(call,
+                      ": no matching engine given and the runtime has "
+                      "none");
+  if (!in) {
+    size_t limit = eager_limit(a.pool, a.dev);
+    if (size > limit)
+      util::throw_fatal(call, ": size ", size, " exceeds the eager limit of ",
+                        limit,
+                        " bytes (the rendezvous protocol for larger "
+                        "messages is not implemented yet)");
+  } else {
+    a.policy = effective_policy(matching_policy, rank, tag);
+  }
+  if (in && local_comp == COMP_NULL_RETRY)
+    util::throw_fatal(call,
+                      ": a receive needs a completion object "
+                      "(COMP_NULL_RETRY cannot be signalled)");
+
+  // COMP_NULL or allow_posted(false): block, driving progress, until done.
+  if (local_comp.is_empty() || !allow_posted) {
+    sync_impl_t sync(sync_attr_t{1});
+    for (;;) {
+      status_t s = post_once(a, direction, &sync);
+      if (s.is_retry()) {
+        progress_device(a.dev);
+        continue;
+      }
+      if (s.is_done()) return s;
+      wait_sync(&sync, a.dev, &s);
+      return s;
+    }
+  }
+
+  comp_impl_t* comp = local_comp.p_impl;
+  status_t s = post_once(a, direction, comp);
+  // allow_retry(false): keep trying, driving progress, until it goes through
+  while (s.is_retry() && !allow_retry) {
+    progress_device(a.dev);
+    s = post_once(a, direction, comp);
+  }
+  if (s.is_done() && !allow_done && local_comp != COMP_NULL_RETRY) {
+    comp->signal(s);
+    s.error = errorcode_t::posted;
+  }
+  return s;
+}
+
+error_t progress_x::call_impl(runtime_t runtime, device_t device)
+{
+  runtime_impl_t* rt = resolve_runtime(runtime, "progress");
+  device_impl_t* dev = device.p_impl ? device.p_impl : rt->default_device;
+  if (!dev)
+    util::throw_fatal("progress: no device given and the runtime has none");
+  return progress_device(dev);
+}
+
+}  // namespace lci

@@ -1,0 +1,168 @@
+#include "core/progress.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+
+#include "comp/sync.hpp"
+#include "core/protocol.hpp"
+#include "core/recv.hpp"
+#include "resource/matching_engine.hpp"
+#include "resource/packet_pool.hpp"
+#include "resource/runtime.hpp"
+#include "util/error.hpp"
+
+namespace lci
+{
+namespace
+{
+
+void refill_recvs(device_impl_t* dev)
+{
+  const auto max = static_cast<int64_t>(dev->attr.net_max_recvs);
+  const size_t size = dev->pool->attr.packet_size;
+  while (dev->nrecvs_posted.load(std::memory_order_relaxed) < max) {
+    if (dev->nrecvs_posted.fetch_add(1, std::memory_order_relaxed) >= max) {
+      dev->nrecvs_posted.fetch_sub(1, std::memory_order_relaxed);
+      return;
+    }
+    packet_t* p = dev->pool->get();
+    if (p) {
+      p->recv_owner = dev;
+      if (dev->net->post_recv(p->data(), size, p).is_posted()) continue;
+      p->recv_owner = nullptr;
+      packet_pool_impl_t::put(p);
+    }
+    dev->nrecvs_posted.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
+}
+
+// An active message: copy it out of the packet and signal the target's
+// registered completion object.
+void deliver_am(runtime_impl_t* rt, const msg_header_t& hdr, packet_t* pkt,
+                size_t size)
+{
+  comp_impl_t* comp = rt->rcomps.get(hdr.aux(), nullptr);
+  if (!comp) {
+    packet_pool_impl_t::put(pkt);
+    util::throw_fatal("progress: an active message from rank ", hdr.rank,
+                      " targets remote completion ", hdr.aux(),
+                      ", which is not registered here");
+  }
+  void* buf = nullptr;
+  if (size > 0) {
+    buf = std::malloc(size);
+    if (!buf) {
+      packet_pool_impl_t::put(pkt);
+      util::throw_fatal("progress: cannot allocate ", size,
+                        " bytes for an active message");
+    }
+    std::memcpy(buf, pkt->data() + sizeof(msg_header_t), size);
+  }
+  packet_pool_impl_t::put(pkt);
+  status_t s(errorcode_t::done);
+  s.rank = hdr.rank;
+  s.buffer = buf;
+  s.size = size;
+  s.tag = hdr.tag;
+  comp->signal(s);
+}
+
+// A send: match it with a posted receive, or leave it waiting in the
+// matching engine (an unexpected message).
+void deliver_send(runtime_impl_t* rt, const msg_header_t& hdr, packet_t* pkt,
+                  size_t size)
+{
+  matching_engine_impl_t* me = rt->matching_engines.get(hdr.aux(), nullptr);
+  if (!me) {
+    packet_pool_impl_t::put(pkt);
+    util::throw_fatal("progress: a message from rank ", hdr.rank,
+                      " targets matching engine ", hdr.aux(),
+                      ", which does not exist here");
+  }
+  pkt->length = size;
+  auto key = matching_engine_impl_t::make_key(hdr.rank, hdr.tag, hdr.policy());
+  void* recv = me->insert(key, pkt, matching_engine_impl_t::type_t::send);
+  if (recv) complete_recv(static_cast<recv_t*>(recv), pkt, true);
+}
+
+void deliver(device_impl_t* dev, packet_t* pkt, size_t len)
+{
+  pkt->recv_owner = nullptr;
+  dev->nrecvs_posted.fetch_sub(1, std::memory_order_relaxed);
+  if (len < sizeof(msg_header_t)) {
+    packet_pool_impl_t::put(pkt);
+    util::throw_fatal("progress: a ", len, "-byte message is too short");
+  }
+  msg_header_t hdr;
+  std::memcpy(&hdr, pkt->data(), sizeof(hdr));
+  size_t size = len - sizeof(hdr);
+  switch (hdr.type()) {
+    case msg_type_t::am:
+      deliver_am(dev->runtime, hdr, pkt, size);
+      break;
+    case msg_type_t::send:
+      deliver_send(dev->runtime, hdr, pkt, size);
+      break;
+    default:
+      packet_pool_impl_t::put(pkt);
+      util::throw_fatal("progress: message of unknown type ",
+                        static_cast<uint32_t>(hdr.type()), " from rank ",
+                        hdr.rank);
+  }
+}
+
+}  // namespace
+
+error_t progress_device(device_impl_t* dev)
+{
+  constexpr size_t kBatch = 16;
+  net::cqe_t cqes[kBatch];
+  size_t n = dev->net->poll_comp(cqes, kBatch);
+  std::exception_ptr first_error;
+  for (size_t i = 0; i < n; ++i) {
+    auto* pkt = static_cast<packet_t*>(cqes[i].ctx);
+    if (cqes[i].kind == net::cqe_t::kind_t::send) {
+      packet_pool_impl_t::put(pkt);
+      dev->nsends_pending.fetch_sub(1, std::memory_order_relaxed);
+      continue;
+    }
+    // deliver every completion even if one of them is bad, then report
+    try {
+      deliver(dev, pkt, cqes[i].length);
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+    }
+  }
+  refill_recvs(dev);
+  if (first_error) std::rethrow_exception(first_error);
+  return n > 0 ? errorcode_t::done : errorcode_t::retry;
+}
+
+void drain_device(device_impl_t* dev)
+{
+  using clock = std::chrono::steady_clock;
+  auto deadline = clock::now() + std::chrono::seconds(30);
+  while (dev->nsends_pending.load(std::memory_order_relaxed) > 0) {
+    progress_device(dev);
+    if (clock::now() > deadline) {
+      std::fprintf(stderr,
+                   "lci: free_device: %lld sends still in flight after 30 s; "
+                   "freeing anyway\n",
+                   static_cast<long long>(dev->nsends_pending.load()));
+      return;
+    }
+  }
+}
+
+void wait_sync(sync_impl_t* sync, device_impl_t* dev, status_t* p_out)
+{
+  while (!sync->test(p_out)) {
+    if (dev) progress_device(dev);
+  }
+}
+
+}  // namespace lci

@@ -1,0 +1,205 @@
+#include "net/ofi/ofi.hpp"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+
+#include <cstring>
+
+#include "util/error.hpp"
+#include "util/spinlock.hpp"
+
+namespace lci::net::ofi
+{
+namespace
+{
+
+[[noreturn]] [[gnu::cold]] void fail(const char* call, int rc)
+{
+  util::throw_fatal("libfabric ", call, " failed: ", fi_strerror(-rc), " (", rc,
+                    ")");
+}
+
+void check(const char* call, int rc)
+{
+  if (rc != 0) fail(call, rc);
+}
+
+template <typename T>
+void close_fid(T* obj)
+{
+  if (obj) fi_close(&obj->fid);
+}
+
+class ofi_device_t final : public device_t
+{
+ public:
+  ofi_device_t(fid_domain* domain, fi_info* info, const device_attr_t& attr)
+  {
+    fi_cq_attr cq_attr{};
+    cq_attr.format = FI_CQ_FORMAT_DATA;
+    cq_attr.size = attr.net_max_cqes;
+    check("fi_cq_open", fi_cq_open(domain, &cq_attr, &cq_, nullptr));
+    fi_av_attr av_attr{};
+    av_attr.type = FI_AV_TABLE;
+    check("fi_av_open", fi_av_open(domain, &av_attr, &av_, nullptr));
+    fi_info* ep_info = fi_dupinfo(info);
+    ep_info->tx_attr->size = attr.net_max_sends;
+    ep_info->rx_attr->size = attr.net_max_recvs;
+    int rc = fi_endpoint(domain, ep_info, &ep_, nullptr);
+    fi_freeinfo(ep_info);
+    check("fi_endpoint", rc);
+    check("fi_ep_bind(av)", fi_ep_bind(ep_, &av_->fid, 0));
+    check("fi_ep_bind(cq)", fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV));
+    check("fi_enable", fi_enable(ep_));
+  }
+
+  ~ofi_device_t() override
+  {
+    close_fid(ep_);
+    close_fid(av_);
+    close_fid(cq_);
+  }
+
+  std::string get_address() override
+  {
+    char buf[256];
+    size_t len = sizeof(buf);
+    check("fi_getname", fi_getname(&ep_->fid, buf, &len));
+    return std::string(buf, len);
+  }
+
+  void connect(const std::vector<std::string>& addrs) override
+  {
+    addrs_.resize(addrs.size());
+    for (size_t r = 0; r < addrs.size(); ++r) {
+      int n = fi_av_insert(av_, addrs[r].data(), 1, &addrs_[r], 0, nullptr);
+      if (n != 1)
+        util::throw_fatal("libfabric fi_av_insert failed for rank ", r, " (", n,
+                          ")");
+    }
+  }
+
+  error_t post_inject(int rank, const void* buf, size_t size) override
+  {
+    if (!lock_.try_lock()) return errorcode_t::retry_lock;
+    ssize_t rc = fi_inject(ep_, buf, size, addrs_[rank]);
+    lock_.unlock();
+    return result("fi_inject", rc, errorcode_t::done);
+  }
+
+  error_t post_send(int rank, const void* buf, size_t size, void* ctx) override
+  {
+    if (!lock_.try_lock()) return errorcode_t::retry_lock;
+    ssize_t rc = fi_send(ep_, buf, size, nullptr, addrs_[rank], ctx);
+    lock_.unlock();
+    return result("fi_send", rc, errorcode_t::posted);
+  }
+
+  error_t post_recv(void* buf, size_t size, void* ctx) override
+  {
+    if (!lock_.try_lock()) return errorcode_t::retry_lock;
+    ssize_t rc = fi_recv(ep_, buf, size, nullptr, FI_ADDR_UNSPEC, ctx);
+    lock_.unlock();
+    return result("fi_recv", rc, errorcode_t::posted);
+  }
+
+  size_t poll_comp(cqe_t* out, size_t max) override
+  {
+    constexpr size_t kBatch = 16;
+    fi_cq_data_entry entries[kBatch];
+    if (max > kBatch) max = kBatch;
+    if (!lock_.try_lock()) return 0;
+    ssize_t n = fi_cq_read(cq_, entries, max);
+    if (n == -FI_EAVAIL) {
+      fi_cq_err_entry err{};
+      fi_cq_readerr(cq_, &err, 0);
+      lock_.unlock();
+      util::throw_fatal(
+          "libfabric completion error: ",
+          fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0), " (",
+          fi_strerror(err.err), ")");
+    }
+    lock_.unlock();
+    if (n == -FI_EAGAIN) return 0;
+    if (n < 0) fail("fi_cq_read", static_cast<int>(n));
+    for (ssize_t i = 0; i < n; ++i) {
+      out[i].kind = (entries[i].flags & FI_RECV) ? cqe_t::kind_t::recv
+                                                 : cqe_t::kind_t::send;
+      out[i].ctx = entries[i].op_context;
+      out[i].length = entries[i].len;
+    }
+    return static_cast<size_t>(n);
+  }
+
+ private:
+  static error_t result(const char* call, ssize_t rc, errorcode_t ok)
+  {
+    if (rc == 0) return ok;
+    if (rc == -FI_EAGAIN) return errorcode_t::retry_nomem;
+    fail(call, static_cast<int>(rc));
+  }
+
+  fid_ep* ep_ = nullptr;
+  fid_cq* cq_ = nullptr;
+  fid_av* av_ = nullptr;
+  std::vector<fi_addr_t> addrs_;
+  util::spinlock_t lock_;  // endpoint + completion queue
+};
+
+class ofi_context_t final : public context_t
+{
+ public:
+  explicit ofi_context_t(const runtime_attr_t& attr)
+  {
+    fi_info* hints = fi_allocinfo();
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->caps = FI_MSG;
+    hints->mode = 0;
+    hints->domain_attr->threading = FI_THREAD_SAFE;
+    hints->domain_attr->mr_mode =
+        FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+    hints->fabric_attr->prov_name = strdup(attr.ofi_provider_name.c_str());
+    int rc = fi_getinfo(FI_VERSION(1, 14), nullptr, nullptr, 0, hints, &info_);
+    fi_freeinfo(hints);
+    if (rc != 0 || !info_)
+      util::throw_fatal("alloc_runtime: libfabric provider '",
+                        attr.ofi_provider_name,
+                        "' is not available: ", fi_strerror(-rc),
+                        " (set LCI_ATTR_OFI_PROVIDER_NAME; for tcp also "
+                        "FI_TCP_IFACE)");
+    check("fi_fabric", fi_fabric(info_->fabric_attr, &fabric_, nullptr));
+    check("fi_domain", fi_domain(fabric_, info_, &domain_, nullptr));
+    caps_.provider = info_->fabric_attr->prov_name;
+    caps_.max_inject_size = info_->tx_attr->inject_size;
+    caps_.max_msg_size = info_->ep_attr->max_msg_size;
+  }
+
+  ~ofi_context_t() override
+  {
+    close_fid(domain_);
+    close_fid(fabric_);
+    if (info_) fi_freeinfo(info_);
+  }
+
+  std::unique_ptr<device_t> alloc_device(const device_attr_t& attr) override
+  {
+    return std::make_unique<ofi_device_t>(domain_, info_, attr);
+  }
+
+ private:
+  fi_info* info_ = nullptr;
+  fid_fabric* fabric_ = nullptr;
+  fid_domain* domain_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<context_t> alloc_context(const runtime_attr_t& attr)
+{
+  return std::make_unique<ofi_context_t>(attr);
+}
+
+}  // namespace lci::net::ofi

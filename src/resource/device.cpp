@@ -1,0 +1,101 @@
+#include "resource/device.hpp"
+
+#include <cstring>
+
+#include "core/globals.hpp"
+#include "core/progress.hpp"
+#include "resource/packet_pool.hpp"
+#include "resource/runtime.hpp"
+#include "util/error.hpp"
+
+namespace lci
+{
+namespace
+{
+
+// Every rank's address of this device, exchanged through the bootstrap in
+// fixed-size slots: [length byte][address bytes].
+std::vector<std::string> exchange_addresses(runtime_impl_t* rt,
+                                            const std::string& mine)
+{
+  constexpr size_t kSlot = 256;
+  if (mine.size() >= kSlot)
+    util::throw_fatal("alloc_device: a ", mine.size(),
+                      "-byte network address does not fit the exchange");
+  char slot[kSlot] = {};
+  slot[0] = static_cast<char>(mine.size());
+  std::memcpy(slot + 1, mine.data(), mine.size());
+  std::vector<char> all(kSlot * rt->rank_n);
+  rt->bootstrap->allgather(slot, all.data(), kSlot);
+  std::vector<std::string> addrs(rt->rank_n);
+  for (int r = 0; r < rt->rank_n; ++r) {
+    const char* s = all.data() + r * kSlot;
+    addrs[r].assign(s + 1, static_cast<unsigned char>(s[0]));
+  }
+  return addrs;
+}
+
+}  // namespace
+
+device_impl_t::device_impl_t(runtime_impl_t* rt, packet_pool_impl_t* p,
+                             const device_attr_t& a)
+    : attr(a), runtime(rt), pool(p)
+{
+  if (attr.net_max_recvs == 0 || attr.net_max_sends == 0 ||
+      attr.net_max_cqes == 0)
+    util::throw_fatal("alloc_device: net_max_sends (", attr.net_max_sends,
+                      "), net_max_recvs (", attr.net_max_recvs,
+                      ") and net_max_cqes (", attr.net_max_cqes,
+                      ") must be positive");
+  net = rt->net_context->alloc_device(attr);
+  net->connect(exchange_addresses(rt, net->get_address()));
+  pool->users.fetch_add(1);
+  progress_device(this);  // pre-posts the receives
+  // nobody sends to this device before every rank has posted its receives
+  rt->bootstrap->barrier();
+}
+
+device_impl_t::~device_impl_t()
+{
+  net.reset();  // closes the endpoint: its pending receives are gone
+  pool->reclaim_recvs(this);
+  pool->users.fetch_sub(1);
+}
+
+device_t alloc_device_x::call_impl(runtime_t runtime, packet_pool_t packet_pool,
+                                   const device_attr_t& attr)
+{
+  runtime_impl_t* rt = resolve_runtime(runtime, "alloc_device");
+  packet_pool_impl_t* pool =
+      packet_pool.p_impl ? packet_pool.p_impl : rt->default_pool;
+  if (!pool)
+    util::throw_fatal(
+        "alloc_device: no packet pool given and the runtime "
+        "has none");
+  auto* dev = new device_impl_t(rt, pool, attr);
+  globals::devices().add(dev);
+  return device_t(dev);
+}
+
+void free_device_x::call_impl(device_t* device, runtime_t)
+{
+  const char* call = "free_device";
+  if (!device) util::throw_fatal(call, ": null device pointer");
+  device_impl_t* dev = util::checked(device->p_impl, call);
+  globals::devices().remove(dev, call, "device");
+  drain_device(dev);
+  // collective, like the allocation: no peer still talks to this device
+  dev->runtime->bootstrap->barrier();
+  if (dev->runtime->default_device == dev)
+    dev->runtime->default_device = nullptr;
+  delete dev;
+  device->p_impl = nullptr;
+}
+
+device_t get_default_device_x::call_impl(runtime_t runtime)
+{
+  return device_t(
+      resolve_runtime(runtime, "get_default_device")->default_device);
+}
+
+}  // namespace lci

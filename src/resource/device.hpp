@@ -1,0 +1,41 @@
+// A device (paper 3.2.3): one network device (endpoint + completion queue)
+// with the receives pre-posted on it. Threads using different devices never
+// share a lock. Allocation is collective: the k-th device of every rank is
+// connected to the k-th device of every other rank.
+#ifndef LCI_RESOURCE_DEVICE_HPP
+#define LCI_RESOURCE_DEVICE_HPP
+
+#include <atomic>
+#include <memory>
+
+#include "lci.hpp"
+#include "net/net.hpp"
+
+namespace lci
+{
+
+class runtime_impl_t;
+class packet_pool_impl_t;
+
+class device_impl_t
+{
+ public:
+  device_impl_t(runtime_impl_t* runtime, packet_pool_impl_t* pool,
+                const device_attr_t& attr);
+  ~device_impl_t();
+  device_impl_t(const device_impl_t&) = delete;
+  device_impl_t& operator=(const device_impl_t&) = delete;
+
+  device_attr_t attr;
+  runtime_impl_t* runtime;
+  packet_pool_impl_t* pool;  // supplies the pre-posted receives
+  std::unique_ptr<net::device_t> net;
+
+  // receives currently pre-posted, and sends whose packet is still in flight
+  alignas(64) std::atomic<int64_t> nrecvs_posted{0};
+  alignas(64) std::atomic<int64_t> nsends_pending{0};
+};
+
+}  // namespace lci
+
+#endif  // LCI_RESOURCE_DEVICE_HPP

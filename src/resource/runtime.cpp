@@ -1,0 +1,155 @@
+#include "resource/runtime.hpp"
+
+#include <algorithm>
+
+#include "core/globals.hpp"
+#include "core/progress.hpp"
+#include "core/protocol.hpp"
+#include "resource/device.hpp"
+#include "resource/matching_engine.hpp"
+#include "resource/packet_pool.hpp"
+#include "util/error.hpp"
+
+namespace lci
+{
+
+runtime_impl_t::runtime_impl_t(const runtime_attr_t& a) : attr(a)
+{
+  if (attr.max_tag == ANY_TAG)
+    util::throw_fatal("alloc_runtime: max_tag ", attr.max_tag,
+                      " would include ANY_TAG");
+  bootstrap = bootstrap::get_backend();
+  rank_me = bootstrap->rank_me();
+  rank_n = bootstrap->rank_n();
+  net_context = net::alloc_context(attr);
+  size_t inject = net_context->caps().max_inject_size;
+  size_t wanted = attr.max_inject_size + sizeof(msg_header_t);
+  max_inject_wire =
+      std::min({inject, wanted, static_cast<size_t>(kMaxInjectWire)});
+  if (max_inject_wire < sizeof(msg_header_t)) max_inject_wire = 0;
+  // the attribute reports the inject limit in force
+  this->attr.max_inject_size =
+      max_inject_wire ? max_inject_wire - sizeof(msg_header_t) : 0;
+}
+
+runtime_impl_t::~runtime_impl_t() = default;
+
+runtime_impl_t* resolve_runtime(runtime_t runtime, const char* call)
+{
+  runtime_impl_t* rt = runtime.p_impl;
+  if (!rt) rt = globals::g_runtime().p_impl;
+  if (!rt)
+    util::throw_fatal(call,
+                      ": no runtime (call g_runtime_init() first, or "
+                      "pass .runtime())");
+  return rt;
+}
+
+runtime_t alloc_runtime_x::call_impl(const runtime_attr_t& attr)
+{
+  auto* rt = new runtime_impl_t(attr);
+  runtime_t runtime(rt);
+  try {
+    packet_pool_attr_t pool_attr = detail::get_default_packet_pool_attr();
+    pool_attr.packet_size = attr.packet_size;
+    pool_attr.npackets = attr.npackets;
+    rt->default_pool = alloc_packet_pool_x()
+                           .runtime(runtime)
+                           .packet_size(pool_attr.packet_size)
+                           .npackets(pool_attr.npackets)()
+                           .p_impl;
+    rt->default_me = alloc_matching_engine_x().runtime(runtime)().p_impl;
+    if (attr.alloc_default_device)
+      rt->default_device = alloc_device_x().runtime(runtime)().p_impl;
+  } catch (...) {
+    if (rt->default_device) {
+      device_t d(rt->default_device);
+      free_device_x(&d).runtime(runtime)();
+    }
+    if (rt->default_me) {
+      matching_engine_t m(rt->default_me);
+      free_matching_engine_x(&m).runtime(runtime)();
+    }
+    if (rt->default_pool) {
+      packet_pool_t p(rt->default_pool);
+      free_packet_pool_x(&p).runtime(runtime)();
+    }
+    delete rt;
+    throw;
+  }
+  globals::runtimes().add(rt);
+  return runtime;
+}
+
+void free_runtime_x::call_impl(runtime_t* runtime)
+{
+  const char* call = "free_runtime";
+  if (!runtime) util::throw_fatal(call, ": null runtime pointer");
+  runtime_impl_t* rt = util::checked(runtime->p_impl, call);
+  globals::runtimes().remove(rt, call, "runtime");
+  if (globals::g_runtime().p_impl == rt) globals::g_runtime() = runtime_t();
+  if (rt->default_device) {
+    device_t d(rt->default_device);
+    free_device_x(&d).runtime (*runtime)();
+  }
+  matching_engine_t m(rt->default_me);
+  free_matching_engine_x(&m).runtime (*runtime)();
+  packet_pool_t p(rt->default_pool);
+  free_packet_pool_x(&p).runtime (*runtime)();
+  delete rt;
+  runtime->p_impl = nullptr;
+}
+
+void g_runtime_init_x::call_impl(const runtime_attr_t& attr)
+{
+  if (!globals::g_runtime().is_empty())
+    util::throw_fatal(
+        "g_runtime_init: the global runtime is already "
+        "initialized");
+  globals::g_runtime() = alloc_runtime_x::call_impl(attr);
+}
+
+void g_runtime_fina_x::call_impl()
+{
+  if (globals::g_runtime().is_empty())
+    util::throw_fatal(
+        "g_runtime_fina: the global runtime is not "
+        "initialized (finalized twice?)");
+  runtime_t rt = globals::g_runtime();
+  free_runtime_x::call_impl(&rt);
+}
+
+runtime_t get_g_runtime_x::call_impl() { return globals::g_runtime(); }
+
+int get_rank_me_x::call_impl(runtime_t runtime)
+{
+  return resolve_runtime(runtime, "get_rank_me")->rank_me;
+}
+
+int get_rank_n_x::call_impl(runtime_t runtime)
+{
+  return resolve_runtime(runtime, "get_rank_n")->rank_n;
+}
+
+rcomp_t register_rcomp_x::call_impl(comp_t comp, runtime_t runtime)
+{
+  runtime_impl_t* rt = resolve_runtime(runtime, "register_rcomp");
+  if (comp.is_empty() || comp == COMP_NULL_RETRY)
+    util::throw_fatal("register_rcomp: the completion object is empty");
+  size_t idx = rt->rcomps.push_back(comp.p_impl);
+  if (idx > msg_header_t::kAuxMax)
+    util::throw_fatal("register_rcomp: more than ", msg_header_t::kAuxMax,
+                      " remote completions registered");
+  return static_cast<rcomp_t>(idx);
+}
+
+void deregister_rcomp_x::call_impl(rcomp_t rcomp, runtime_t runtime)
+{
+  runtime_impl_t* rt = resolve_runtime(runtime, "deregister_rcomp");
+  if (rt->rcomps.get(rcomp, nullptr) == nullptr)
+    util::throw_fatal("deregister_rcomp: remote completion ", rcomp,
+                      " is not registered");
+  rt->rcomps.put(rcomp, nullptr);
+}
+
+}  // namespace lci

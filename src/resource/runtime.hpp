@@ -1,0 +1,54 @@
+// A runtime (paper 3.2.2): the bootstrap connection, one network context, the
+// registries that peers address by number (remote completions, matching
+// engines) and the default resources. Several runtimes may coexist; each is
+// allocated collectively, in the same order on every rank.
+#ifndef LCI_RESOURCE_RUNTIME_HPP
+#define LCI_RESOURCE_RUNTIME_HPP
+
+#include <atomic>
+#include <memory>
+
+#include "bootstrap/bootstrap.hpp"
+#include "lci.hpp"
+#include "net/net.hpp"
+#include "util/mpmc_array.hpp"
+
+namespace lci
+{
+
+class device_impl_t;
+class packet_pool_impl_t;
+class matching_engine_impl_t;
+
+class runtime_impl_t
+{
+ public:
+  explicit runtime_impl_t(const runtime_attr_t& attr);
+  ~runtime_impl_t();
+  runtime_impl_t(const runtime_impl_t&) = delete;
+  runtime_impl_t& operator=(const runtime_impl_t&) = delete;
+
+  runtime_attr_t attr;
+  std::shared_ptr<bootstrap::backend_t> bootstrap;
+  int rank_me = 0;
+  int rank_n = 1;
+  std::unique_ptr<net::context_t> net_context;
+  // largest wire message (header included) sent with fi_inject
+  size_t max_inject_wire = 0;
+
+  packet_pool_impl_t* default_pool = nullptr;
+  matching_engine_impl_t* default_me = nullptr;
+  device_impl_t* default_device = nullptr;
+
+  // remote completions by rcomp_t; matching engines by their index
+  util::mpmc_array_t<comp_impl_t*> rcomps;
+  util::mpmc_array_t<matching_engine_impl_t*> matching_engines;
+};
+
+// The runtime a call uses: the given one, else the global one; throws when
+// there is none (naming `call`).
+runtime_impl_t* resolve_runtime(runtime_t runtime, const char* call);
+
+}  // namespace lci
+
+#endif  // LCI_RESOURCE_RUNTIME_HPP
