@@ -47,6 +47,7 @@ device_impl_t::device_impl_t(runtime_impl_t* rt, packet_pool_impl_t* p,
                       "), net_max_recvs (", attr.net_max_recvs,
                       ") and net_max_cqes (", attr.net_max_cqes,
                       ") must be positive");
+  std::lock_guard<std::mutex> guard(rt->collective_mu);
   net = rt->net_context->alloc_device(attr);
   net->connect(exchange_addresses(rt, net->get_address()));
   pool->users.fetch_add(1);
@@ -84,8 +85,11 @@ void free_device_x::call_impl(device_t* device, runtime_t)
   device_impl_t* dev = util::checked(device->p_impl, call);
   globals::devices().remove(dev, call, "device");
   drain_device(dev);
-  // collective, like the allocation: no peer still talks to this device
-  dev->runtime->bootstrap->barrier();
+  {
+    // collective, like the allocation: no peer still talks to this device
+    std::lock_guard<std::mutex> guard(dev->runtime->collective_mu);
+    dev->runtime->bootstrap->barrier();
+  }
   if (dev->runtime->default_device == dev)
     dev->runtime->default_device = nullptr;
   delete dev;

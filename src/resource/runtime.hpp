@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 
 #include "bootstrap/bootstrap.hpp"
 #include "lci.hpp"
@@ -30,6 +31,9 @@ class runtime_impl_t
 
   runtime_attr_t attr;
   std::shared_ptr<bootstrap::backend_t> bootstrap;
+  // serializes this process's bootstrap exchanges (device allocation and
+  // free); ordering them across ranks stays the caller's duty
+  std::mutex collective_mu;
   int rank_me = 0;
   int rank_n = 1;
   std::unique_ptr<net::context_t> net_context;
