@@ -1,0 +1,515 @@
+// lcrun: starts N ranks of a program as one job and serves them the PMI-1
+// wire protocol (pmi_server.hpp) so that LCI's "pmi1" bootstrap backend can
+// exchange addresses. It watches the ranks: the first failure (non-zero
+// exit, death by a signal, PMI abort, a barrier that can no longer complete)
+// or the timeout terminates the others. It only ever signals the process
+// groups of the ranks it started, by id.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bootstrap/pmi_wire.hpp"
+#include "pmi_server.hpp"
+
+namespace
+{
+
+using clock_type = std::chrono::steady_clock;
+
+constexpr int kExitUsage = 2;
+constexpr int kExitTimeout = 124;
+constexpr int kMaxRanks = 100000;
+constexpr auto kKillGrace = std::chrono::seconds(2);
+
+const char kUsage[] =
+    "Usage: lcrun [-n N] [--timeout SECONDS] [options] [--] PROGRAM [ARGS...]\n"
+    "\n"
+    "Starts N ranks (default 1) of PROGRAM as one job and serves them the\n"
+    "PMI-1 protocol: each rank gets PMI_FD, PMI_RANK, PMI_SIZE and\n"
+    "PMI_SPAWNED=0. The ranks inherit stdout/stderr; only rank 0 gets stdin.\n"
+    "\n"
+    "Options:\n"
+    "  -n, -np N           number of ranks (N >= 1)\n"
+    "  --timeout SECONDS   kill the job after SECONDS and exit 124; 0 means\n"
+    "                      no limit (default: $LCRUN_TIMEOUT, else none)\n"
+    "  --pmi-port          serve PMI over TCP on 127.0.0.1 with PMI_PORT and\n"
+    "                      PMI_ID instead of PMI_FD (like hydra -pmi-port)\n"
+    "  -v, --verbose       print the PMI requests and replies to stderr\n"
+    "  -h, --help          print this help and exit\n"
+    "\n"
+    "Exit status: 0 when all ranks exit 0. When a rank fails, the others get\n"
+    "SIGTERM, then SIGKILL 2 s later, and lcrun exits 128+S if that rank was\n"
+    "killed by signal S, else 1. 124: timeout. 128+S: lcrun got SIGINT or\n"
+    "SIGTERM (S), which it forwards to the ranks. 2: bad usage.\n";
+
+struct options_t {
+  int nranks = 1;
+  double timeout = 0;  // seconds; 0 = none
+  bool pmi_port = false;
+  bool verbose = false;
+  std::vector<char*> command;  // PROGRAM ARGS... nullptr
+};
+
+struct rank_t {
+  pid_t pid = -1;
+  bool exited = false;    // observed with WNOWAIT: still a zombie
+  bool signaled = false;  // killed by signal `code`, else exited with `code`
+  int code = 0;
+  bool reaped = false;
+};
+
+int g_wake_pipe[2] = {-1, -1};
+volatile sig_atomic_t g_term_signal = 0;
+
+void on_signal(int sig)
+{
+  int saved_errno = errno;
+  if (sig != SIGCHLD) g_term_signal = sig;
+  unsigned char byte = 0;
+  ssize_t ignored = write(g_wake_pipe[1], &byte, 1);
+  (void)ignored;
+  errno = saved_errno;
+}
+
+int usage_error(const std::string& message)
+{
+  std::fprintf(stderr, "lcrun: %s\nTry 'lcrun --help' for more information.\n",
+               message.c_str());
+  return kExitUsage;
+}
+
+bool parse_seconds(const char* text, double* seconds)
+{
+  char* end = nullptr;
+  errno = 0;
+  double value = std::strtod(text, &end);
+  if (end == text || *end != '\0' || errno != 0 || !std::isfinite(value) ||
+      value < 0) {
+    return false;
+  }
+  *seconds = value;
+  return true;
+}
+
+// Returns -1 to go on, else the exit status lcrun should end with.
+int parse_args(int argc, char** argv, options_t* opt)
+{
+  const char* env_timeout = std::getenv("LCRUN_TIMEOUT");
+  if (env_timeout != nullptr && env_timeout[0] != '\0' &&
+      !parse_seconds(env_timeout, &opt->timeout)) {
+    return usage_error(std::string("LCRUN_TIMEOUT='") + env_timeout +
+                       "' is not a number of seconds >= 0");
+  }
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string arg = argv[i];
+    // The value of an option given as a separate argument.
+    auto value_of = [&]() -> const char* {
+      return i + 1 < argc ? argv[++i] : nullptr;
+    };
+    if (arg == "--") {
+      ++i;
+      break;
+    } else if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (arg == "-n" || arg == "-np" || arg.compare(0, 2, "-n") == 0) {
+      const char* text = nullptr;
+      if (arg == "-n" || arg == "-np") {
+        text = value_of();
+        if (text == nullptr) return usage_error(arg + " needs a value");
+      } else {
+        text = argv[i] + 2;
+      }
+      long long n = 0;
+      if (!lci::bootstrap::pmi_wire::parse_int(text, &n) || n < 1 ||
+          n > kMaxRanks) {
+        return usage_error(std::string("invalid number of ranks '") + text +
+                           "' (expected an integer in [1, " +
+                           std::to_string(kMaxRanks) + "])");
+      }
+      opt->nranks = static_cast<int>(n);
+    } else if (arg == "--timeout" || arg.compare(0, 10, "--timeout=") == 0) {
+      const char* text = arg == "--timeout" ? value_of() : argv[i] + 10;
+      if (text == nullptr) return usage_error("--timeout needs a value");
+      if (!parse_seconds(text, &opt->timeout)) {
+        return usage_error(std::string("invalid --timeout '") + text +
+                           "' (expected a number of seconds >= 0)");
+      }
+    } else if (arg == "--pmi-port") {
+      opt->pmi_port = true;
+    } else if (arg == "-v" || arg == "--verbose") {
+      opt->verbose = true;
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      return usage_error("unknown option '" + arg + "'");
+    } else {
+      break;
+    }
+  }
+  if (i >= argc) return usage_error("missing the program to run");
+  opt->command.assign(argv + i, argv + argc);
+  opt->command.push_back(nullptr);
+  return -1;
+}
+
+void install_signal_handlers()
+{
+  if (pipe2(g_wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    std::perror("lcrun: pipe2");
+    std::exit(1);
+  }
+  struct sigaction action {
+  };
+  action.sa_handler = on_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM}) sigaction(sig, &action, nullptr);
+}
+
+void drain_wake_pipe()
+{
+  unsigned char buf[256];
+  while (read(g_wake_pipe[0], buf, sizeof(buf)) > 0) {
+  }
+}
+
+// Listening socket for --pmi-port; sets `spec` to "127.0.0.1:PORT".
+int listen_loopback(int backlog, std::string* spec)
+{
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+      listen(fd, backlog) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    std::perror("lcrun: cannot listen on 127.0.0.1 for --pmi-port");
+    std::exit(1);
+  }
+  *spec = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  return fd;
+}
+
+// Runs in the forked child: prepares the rank's environment and execs.
+[[noreturn]] void exec_rank(const options_t& opt, int rank, int pmi_fd,
+                            const std::string& port_spec,
+                            const sigset_t& old_mask, pid_t parent)
+{
+  struct sigaction action {
+  };
+  action.sa_handler = SIG_DFL;
+  sigemptyset(&action.sa_mask);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM}) sigaction(sig, &action, nullptr);
+  sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  setpgid(0, 0);
+#ifdef __linux__
+  // Do not outlive lcrun if it is killed with SIGKILL.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);
+#else
+  (void)parent;
+#endif
+  if (rank > 0) {
+    int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd >= 0 && null_fd != STDIN_FILENO) {
+      dup2(null_fd, STDIN_FILENO);
+      close(null_fd);
+    }
+  }
+  std::string rank_text = std::to_string(rank);
+  std::string size_text = std::to_string(opt.nranks);
+  if (pmi_fd >= 0) {
+    fcntl(pmi_fd, F_SETFD, 0);  // keep it across exec
+    setenv("PMI_FD", std::to_string(pmi_fd).c_str(), 1);
+    setenv("PMI_RANK", rank_text.c_str(), 1);
+    setenv("PMI_SIZE", size_text.c_str(), 1);
+    unsetenv("PMI_PORT");
+    unsetenv("PMI_ID");
+  } else {
+    setenv("PMI_PORT", port_spec.c_str(), 1);
+    setenv("PMI_ID", rank_text.c_str(), 1);
+    unsetenv("PMI_FD");
+    unsetenv("PMI_RANK");
+    unsetenv("PMI_SIZE");
+  }
+  setenv("PMI_SPAWNED", "0", 1);
+  execvp(opt.command[0], opt.command.data());
+  std::fprintf(stderr, "lcrun: rank %d: cannot execute '%s': %s\n", rank,
+               opt.command[0], std::strerror(errno));
+  _exit(127);
+}
+
+class job_t
+{
+ public:
+  explicit job_t(const options_t& opt)
+      : opt_(opt),
+        ranks_(opt.nranks),
+        server_(opt.nranks, "lcrun_" + std::to_string(getpid()), opt.verbose)
+  {
+  }
+  ~job_t()
+  {
+    if (listen_fd_ >= 0) close(listen_fd_);
+  }
+
+  // Starts the ranks, supervises them, returns lcrun's exit status.
+  int run();
+
+ private:
+  bool launch(int rank);
+  void observe();
+  bool all_exited() const;
+  int supervise();
+  void serve_poll(int timeout_ms);
+  void signal_all(int sig);
+  void terminate(int first_sig);
+  void reap_all();
+
+  const options_t& opt_;
+  std::vector<rank_t> ranks_;
+  lcrun::pmi_server_t server_;
+  int listen_fd_ = -1;
+  std::string port_spec_;
+};
+
+bool job_t::launch(int rank)
+{
+  int sv[2] = {-1, -1};
+  if (!opt_.pmi_port &&
+      socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    std::fprintf(stderr, "lcrun: socketpair for rank %d: %s\n", rank,
+                 std::strerror(errno));
+    return false;
+  }
+  // Block our signals across fork so that the child never runs our handlers.
+  sigset_t block, old_mask;
+  sigemptyset(&block);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM}) sigaddset(&block, sig);
+  sigprocmask(SIG_BLOCK, &block, &old_mask);
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) exec_rank(opt_, rank, sv[1], port_spec_, old_mask, parent);
+  int fork_errno = errno;
+  if (pid > 0) {
+    setpgid(pid, pid);  // also done by the child; whoever is first wins
+    ranks_[rank].pid = pid;
+  }
+  sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  if (sv[1] >= 0) close(sv[1]);
+  if (pid < 0) {
+    std::fprintf(stderr, "lcrun: fork for rank %d: %s\n", rank,
+                 std::strerror(fork_errno));
+    if (sv[0] >= 0) close(sv[0]);
+    return false;
+  }
+  if (sv[0] >= 0) server_.add_connection(sv[0], rank);
+  return true;
+}
+
+// Notes ranks that ended, leaving them zombies (WNOWAIT) so that their pid,
+// and so their process group id, cannot be reused before we are done.
+void job_t::observe()
+{
+  for (rank_t& r : ranks_) {
+    if (r.pid <= 0 || r.exited) continue;
+    siginfo_t info{};
+    if (waitid(P_PID, r.pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+        info.si_pid != r.pid) {
+      continue;
+    }
+    r.exited = true;
+    r.signaled = info.si_code != CLD_EXITED;
+    r.code = info.si_status;
+  }
+}
+
+bool job_t::all_exited() const
+{
+  for (const rank_t& r : ranks_) {
+    if (r.pid > 0 && !r.exited) return false;
+  }
+  return true;
+}
+
+void job_t::signal_all(int sig)
+{
+  for (const rank_t& r : ranks_) {
+    if (r.pid <= 0 || r.reaped) continue;
+    if (kill(-r.pid, sig) != 0 && errno == ESRCH) kill(r.pid, sig);
+  }
+}
+
+// Sends `first_sig` to every rank's process group, waits up to kKillGrace
+// for them to exit, then sends SIGKILL to the groups (this also ends
+// leftovers, like children of a rank that already exited).
+void job_t::terminate(int first_sig)
+{
+  g_term_signal = 0;
+  signal_all(first_sig);
+  auto give_up = clock_type::now() + kKillGrace;
+  observe();
+  while (!all_exited() && g_term_signal == 0) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        give_up - clock_type::now());
+    if (left.count() <= 0) break;
+    pollfd wake{g_wake_pipe[0], POLLIN, 0};
+    poll(&wake, 1, static_cast<int>(std::min<long long>(left.count(), 100)));
+    drain_wake_pipe();
+    observe();
+  }
+  signal_all(SIGKILL);
+}
+
+void job_t::reap_all()
+{
+  for (rank_t& r : ranks_) {
+    if (r.pid <= 0 || r.reaped) continue;
+    int status;
+    while (waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    r.reaped = true;
+  }
+}
+
+// One round of poll(): wake-ups, new PMI_PORT connections, PMI requests.
+void job_t::serve_poll(int timeout_ms)
+{
+  std::vector<pollfd> fds;
+  fds.push_back({g_wake_pipe[0], POLLIN, 0});
+  if (listen_fd_ >= 0) fds.push_back({listen_fd_, POLLIN, 0});
+  std::size_t first_conn = fds.size();
+  server_.append_pollfds(&fds);
+  if (poll(fds.data(), fds.size(), timeout_ms) <= 0) return;
+  drain_wake_pipe();
+  for (std::size_t i = first_conn; i < fds.size(); ++i) {
+    if (fds[i].revents != 0) server_.on_readable(fds[i].fd);
+  }
+  if (listen_fd_ >= 0 && (fds[1].revents & POLLIN)) {
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) server_.add_connection(fd, -1);
+  }
+}
+
+int job_t::supervise()
+{
+  bool has_deadline = opt_.timeout > 0;
+  auto deadline =
+      clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
+                              std::chrono::duration<double>(opt_.timeout));
+  while (true) {
+    observe();
+    for (std::size_t i = 0; i < ranks_.size(); ++i) {
+      const rank_t& r = ranks_[i];
+      if (!r.exited || (!r.signaled && r.code == 0)) continue;
+      if (r.signaled) {
+        std::fprintf(stderr,
+                     "lcrun: rank %zu (pid %d) was killed by signal %d (%s); "
+                     "terminating the other ranks\n",
+                     i, static_cast<int>(r.pid), r.code, strsignal(r.code));
+      } else {
+        std::fprintf(stderr,
+                     "lcrun: rank %zu (pid %d) exited with status %d; "
+                     "terminating the other ranks\n",
+                     i, static_cast<int>(r.pid), r.code);
+      }
+      terminate(SIGTERM);
+      return r.signaled ? 128 + r.code : 1;
+    }
+    if (const auto& abort = server_.abort_request()) {
+      std::fprintf(stderr,
+                   "lcrun: rank %d called PMI abort (exit code %d)%s%s; "
+                   "terminating the job\n",
+                   abort->rank, abort->exit_code,
+                   abort->message.empty() ? "" : ": ", abort->message.c_str());
+      terminate(SIGTERM);
+      return 1;
+    }
+    for (std::size_t i = 0; i < ranks_.size(); ++i) {
+      if (ranks_[i].exited && server_.barrier_waits_for(static_cast<int>(i))) {
+        std::fprintf(stderr,
+                     "lcrun: rank %zu exited while other ranks wait for it in "
+                     "a PMI barrier; terminating the job\n",
+                     i);
+        terminate(SIGTERM);
+        return 1;
+      }
+    }
+    if (all_exited()) return 0;
+    int sig = g_term_signal;
+    if (sig != 0) {
+      std::fprintf(stderr,
+                   "lcrun: got signal %d (%s); forwarding it to the "
+                   "ranks\n",
+                   sig, strsignal(sig));
+      terminate(sig);
+      return 128 + sig;
+    }
+    int timeout_ms = -1;
+    if (has_deadline) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - clock_type::now());
+      if (left.count() <= 0) {
+        std::fprintf(stderr,
+                     "lcrun: timeout: the job did not finish within %g s; "
+                     "killing the ranks\n",
+                     opt_.timeout);
+        terminate(SIGTERM);
+        return kExitTimeout;
+      }
+      // +1: wake up at or just after the deadline, not just before.
+      timeout_ms =
+          static_cast<int>(std::min<long long>(left.count() + 1, 1 << 30));
+    }
+    serve_poll(timeout_ms);
+  }
+}
+
+int job_t::run()
+{
+  if (opt_.pmi_port)
+    listen_fd_ = listen_loopback(opt_.nranks + 16, &port_spec_);
+  int status = -1;
+  for (int r = 0; r < opt_.nranks && status < 0; ++r) {
+    if (!launch(r)) {
+      terminate(SIGTERM);
+      status = 1;
+    }
+  }
+  if (status < 0) status = supervise();
+  reap_all();
+  return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+  options_t opt;
+  int status = parse_args(argc, argv, &opt);
+  if (status >= 0) return status;
+  install_signal_handlers();
+  job_t job(opt);
+  return job.run();
+}

@@ -1,0 +1,74 @@
+// lcrun's PMI-1 server: serves the PMI-1 wire protocol (see
+// src/bootstrap/pmi1.cpp for the client side) to the ranks of one job over
+// already-connected stream sockets. Single-threaded; the caller polls the
+// connections and calls on_readable().
+#ifndef LCRUN_PMI_SERVER_HPP
+#define LCRUN_PMI_SERVER_HPP
+
+#include <poll.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lcrun
+{
+
+// A rank asked the job to abort ("cmd=abort").
+struct abort_request_t {
+  int rank;
+  int exit_code;
+  std::string message;
+};
+
+class pmi_server_t
+{
+ public:
+  pmi_server_t(int size, std::string kvsname, bool verbose);
+  ~pmi_server_t();
+  pmi_server_t(const pmi_server_t&) = delete;
+  pmi_server_t& operator=(const pmi_server_t&) = delete;
+
+  // Takes ownership of a connected socket. rank >= 0 binds it to that rank
+  // (PMI_FD mode); -1 leaves it unbound until the client sends
+  // "cmd=initack pmiid=R" (PMI_PORT mode).
+  void add_connection(int fd, int rank);
+  // Appends a POLLIN entry for every open connection.
+  void append_pollfds(std::vector<pollfd>* fds) const;
+  // Reads what is available on `fd` and serves the complete requests.
+  void on_readable(int fd);
+  // True when ranks wait in a barrier that `rank` has not entered, i.e. the
+  // barrier cannot complete if `rank` is gone.
+  bool barrier_waits_for(int rank) const;
+  const std::optional<abort_request_t>& abort_request() const { return abort_; }
+
+ private:
+  struct conn_t {
+    int fd = -1;
+    int rank = -1;
+    std::string inbuf;
+    bool in_barrier = false;
+    bool in_mcmd = false;  // inside a multi-line "mcmd=" request
+  };
+
+  void serve(conn_t& conn, const std::string& line);
+  void serve_put(conn_t& conn, const std::map<std::string, std::string>& msg);
+  void serve_get(conn_t& conn, const std::map<std::string, std::string>& msg);
+  void serve_barrier(conn_t& conn);
+  void reply(conn_t& conn, const std::string& line);
+  void drop(int fd);
+  std::string who(const conn_t& conn) const;
+
+  int size_;
+  std::string kvsname_;
+  bool verbose_;
+  std::map<int, conn_t> conns_;  // by fd
+  std::map<std::string, std::string> kvs_;
+  int barrier_count_ = 0;
+  std::optional<abort_request_t> abort_;
+};
+
+}  // namespace lcrun
+
+#endif  // LCRUN_PMI_SERVER_HPP
