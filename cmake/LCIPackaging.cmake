@@ -1,0 +1,40 @@
+# Package configuration for find_package(LCI): included by the top-level
+# CMakeLists.txt after the `lci` target (src/) is defined; src/CMakeLists.txt
+# puts the library into the export set LCITargets.
+#
+# A consumer writes
+#   find_package(LCI 2 REQUIRED)
+#   target_link_libraries(app PRIVATE LCI::lci)   # or LCI::LCI
+include(CMakePackageConfigHelpers)
+
+set(LCI_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/LCI CACHE STRING
+    "Where LCIConfig.cmake is installed (relative to the prefix)")
+mark_as_advanced(LCI_INSTALL_CMAKEDIR)
+
+# Read by LCIConfig.cmake.in: a static liblci carries libfabric (and
+# Threads) in its link interface, so the config must find them again.
+get_target_property(_lci_type lci TYPE)
+if(_lci_type STREQUAL "STATIC_LIBRARY")
+  set(LCI_CONFIG_STATIC ON)
+else()
+  set(LCI_CONFIG_STATIC OFF)
+endif()
+unset(_lci_type)
+
+install(EXPORT LCITargets
+  NAMESPACE LCI::
+  FILE LCITargets.cmake
+  DESTINATION ${LCI_INSTALL_CMAKEDIR})
+
+configure_package_config_file(
+  ${CMAKE_CURRENT_LIST_DIR}/LCIConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/LCIConfig.cmake
+  INSTALL_DESTINATION ${LCI_INSTALL_CMAKEDIR})
+write_basic_package_version_file(
+  ${PROJECT_BINARY_DIR}/LCIConfigVersion.cmake
+  VERSION ${PROJECT_VERSION}
+  COMPATIBILITY SameMajorVersion)
+install(FILES
+  ${PROJECT_BINARY_DIR}/LCIConfig.cmake
+  ${PROJECT_BINARY_DIR}/LCIConfigVersion.cmake
+  DESTINATION ${LCI_INSTALL_CMAKEDIR})

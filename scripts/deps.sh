@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs the Debian packages LCI needs to build and test, if missing.
+# Idempotent: checks each package with dpkg -s and runs apt-get (update, then
+# install) only when something is missing. Runs as root; as another user it
+# uses sudo when that exists.
+set -euo pipefail
+
+packages=(cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin
+          libgtest-dev googletest python3)
+
+missing=()
+for p in "${packages[@]}"; do
+  if dpkg -s "$p" 2>/dev/null | grep -q '^Status: install ok installed$'; then
+    :
+  else
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "deps.sh: all packages present: ${packages[*]}"
+  exit 0
+fi
+
+as_root=()
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    as_root=(sudo)
+  else
+    echo "deps.sh: missing ${missing[*]}; run as root to install them" >&2
+    exit 1
+  fi
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+echo "deps.sh: missing ${missing[*]}"
+echo "deps.sh: + apt-get update"
+"${as_root[@]}" apt-get update
+echo "deps.sh: + apt-get install -y --no-install-recommends ${missing[*]}"
+"${as_root[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+echo "deps.sh: installed ${missing[*]}"

@@ -1,0 +1,103 @@
+# cmake -P script behind the install.find_package_consumer test.
+#
+#  1. cmake --install LCI_BUILD_DIR --prefix WORK_DIR/prefix (a fresh prefix)
+#  2. checks the installed files (headers, library, package config, lcrun)
+#  3. configures CONSUMER_SOURCE_DIR with CMAKE_PREFIX_PATH=the prefix only
+#     and checks that find_package found LCI there (not in the build tree)
+#  4. builds it and runs both programs (linked to LCI::lci and LCI::LCI)
+foreach(var LCI_BUILD_DIR WORK_DIR CONSUMER_SOURCE_DIR GENERATOR CXX_COMPILER)
+  if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
+    message(FATAL_ERROR "install_check.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+
+set(prefix ${WORK_DIR}/prefix)
+set(consumer_build ${WORK_DIR}/consumer-build)
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+
+function(run what)
+  string(REPLACE ";" " " shown "${ARGN}")
+  message(STATUS "[install check] ${what}: ${shown}")
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  message("${out}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "[install check] ${what} failed (${rc})")
+  endif()
+  set(run_output "${out}" PARENT_SCOPE)
+endfunction()
+
+# 1. install
+set(config_args)
+if(CONFIG)
+  set(config_args --config ${CONFIG})
+endif()
+run("install" ${CMAKE_COMMAND} --install ${LCI_BUILD_DIR} --prefix ${prefix}
+    ${config_args})
+
+# 2. the installed files
+file(GLOB_RECURSE cfg LIST_DIRECTORIES false ${prefix}/*/LCIConfig.cmake)
+file(GLOB_RECURSE cfgv LIST_DIRECTORIES false
+     ${prefix}/*/LCIConfigVersion.cmake)
+file(GLOB_RECURSE targets LIST_DIRECTORIES false ${prefix}/*/LCITargets.cmake)
+file(GLOB_RECURSE libs LIST_DIRECTORIES false
+     ${prefix}/*/liblci.so* ${prefix}/*/liblci.a)
+foreach(f include/lci.hpp include/lci_binding.hpp)
+  if(NOT EXISTS ${prefix}/${f})
+    message(FATAL_ERROR "[install check] ${f} is not installed")
+  endif()
+endforeach()
+foreach(v cfg cfgv targets libs)
+  if(NOT ${v})
+    message(FATAL_ERROR "[install check] nothing installed for ${v}")
+  endif()
+endforeach()
+if(EXPECT_LCRUN AND NOT EXISTS ${prefix}/bin/lcrun)
+  message(FATAL_ERROR "[install check] bin/lcrun is not installed")
+endif()
+message(STATUS "[install check] installed: ${cfg} ${libs}")
+
+# 3. configure the consumer against the prefix alone
+set(gen_args -G ${GENERATOR})
+if(MAKE_PROGRAM)
+  list(APPEND gen_args -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM})
+endif()
+set(build_type_args)
+if(CONFIG)
+  set(build_type_args -DCMAKE_BUILD_TYPE=${CONFIG})
+endif()
+run("configure consumer" ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR}
+    -B ${consumer_build} ${gen_args} ${build_type_args}
+    -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+    -DCMAKE_PREFIX_PATH=${prefix}
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+    -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF
+    "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}"
+    "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_FLAGS}")
+file(STRINGS ${consumer_build}/CMakeCache.txt lci_dir REGEX "^LCI_DIR:")
+string(REGEX REPLACE "^LCI_DIR:[A-Z]+=" "" lci_dir "${lci_dir}")
+file(REAL_PATH "${prefix}" real_prefix)
+file(REAL_PATH "${lci_dir}" real_lci_dir)
+string(FIND "${real_lci_dir}" "${real_prefix}/" pos)
+if(NOT pos EQUAL 0)
+  message(FATAL_ERROR
+          "[install check] LCI_DIR='${lci_dir}' is not under ${prefix}")
+endif()
+
+# 4. build and run
+run("build consumer" ${CMAKE_COMMAND} --build ${consumer_build} ${config_args})
+foreach(exe lci_consumer lci_consumer_LCI)
+  set(exe_path ${consumer_build}/${exe})
+  if(NOT EXISTS ${exe_path})
+    set(exe_path ${consumer_build}/${CONFIG}/${exe})  # multi-config generators
+  endif()
+  if(NOT EXISTS ${exe_path})
+    message(FATAL_ERROR "[install check] ${exe} was not built")
+  endif()
+  run("run ${exe}" ${exe_path})
+  if(NOT run_output MATCHES "consumer: rank 0 of 1 received 'hello from the installed LCI'")
+    message(FATAL_ERROR "[install check] unexpected output from ${exe}")
+  endif()
+endforeach()
+message("install check passed")
