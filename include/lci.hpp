@@ -148,6 +148,17 @@ enum class matching_policy_t { none, rank_only, tag_only, rank_tag };
 
 typedef void (*comp_handler_t)(status_t status);
 
+// Completion graphs: a node runs `status_t fn(void* value)`; its value is
+// freed with `free_cb(value)`; an edge may run `fn(status, src, dst)`.
+typedef void* graph_node_t;
+typedef status_t (*graph_node_run_cb_t)(void* value);
+typedef void (*graph_node_free_cb_t)(void* value);
+typedef void (*graph_edge_run_cb_t)(status_t status, void* src_value,
+                                    void* dst_value);
+// The virtual first and last nodes of every graph.
+const graph_node_t GRAPH_START = reinterpret_cast<graph_node_t>(0x1);
+const graph_node_t GRAPH_END = reinterpret_cast<graph_node_t>(0x2);
+
 // A completion object: anything with a signal(status_t). Users may derive
 // their own; signal may run on any thread that calls progress or posts.
 class comp_impl_t

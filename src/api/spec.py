@@ -86,8 +86,12 @@ RESOURCES = [
              "is ready"),
     ], "synchronizer completion object"),
     Resource("cq", [
+        attr("std::string", "cq_type", "lcrq",
+             "completion queue implementation: lcrq (unbounded, lock-free "
+             "ring segments) or array (bounded fetch-and-add array of "
+             "default_length entries)", choices=["lcrq", "array"]),
         attr("size_t", "default_length", 8192,
-             "initial capacity of the completion queue (it grows when full)"),
+             "capacity of an array queue; segment length of an lcrq queue"),
     ], "completion queue"),
 ]
 
@@ -145,6 +149,29 @@ OPS = [
     op("counter_set", "void", [pos("comp_t", "comp"), pos("int64_t", "value")]),
     op("comp_signal", "void", [pos("comp_t", "comp"), pos("status_t", "status")]),
     op("free_comp", "void", [pos("comp_t*", "comp")]),
+    op("alloc_graph", "comp_t", [opt("comp_t", "comp", "comp_t()"), RT],
+       doc="a completion graph: nodes run when their predecessors are "
+       "complete; `comp` (optional) is signalled when the whole graph is"),
+    op("graph_add_node", "graph_node_t", [
+        pos("comp_t", "graph"), pos("graph_node_run_cb_t", "fn"),
+        opt("void*", "value", "nullptr"),
+        opt("graph_node_free_cb_t", "free_cb", "nullptr")],
+       doc="add a node running fn(value): done = complete now, posted = "
+       "complete when the graph is signalled with user_context == the node"),
+    op("graph_add_edge", "void", [
+        pos("comp_t", "graph"), pos("graph_node_t", "src"),
+        pos("graph_node_t", "dst"),
+        opt("graph_edge_run_cb_t", "fn", "nullptr")],
+       doc="dst runs after src completes (GRAPH_START / GRAPH_END allowed); "
+       "fn(src status, src value, dst value) runs in between"),
+    op("graph_node_mark_complete", "void", [
+        pos("graph_node_t", "node"),
+        opt("status_t", "status", "status_t(errorcode_t::done)")],
+       doc="complete a posted node by hand"),
+    op("graph_start", "void", [pos("comp_t", "graph")],
+       doc="run the graph from its sources (again, after it completed)"),
+    op("graph_test", "status_t", [pos("comp_t", "graph")],
+       doc="done once every node completed, else retry"),
     op("register_rcomp", "rcomp_t", [pos("comp_t", "comp"), RT],
        doc="give a completion object a handle that peers can target; every "
        "rank registers in the same order, so handles agree"),
