@@ -130,8 +130,8 @@ def gen_op(o):
         out.append("  static %s call_impl(%s);\n" % (o.ret, ", ".join(impl_params)))
         out.append("  %s call() const {\n" % o.ret)
         if attrs:
-            out.append("    %s_attr_t attr = detail::get_default_%s_attr();\n"
-                       % (o.attrs_of, o.attrs_of))
+            out.append('    %s_attr_t attr = detail::get_default_%s_attr("%s");\n'
+                       % (o.attrs_of, o.attrs_of, o.name))
             for a in attrs:
                 out.append("    if (%s_.is_set()) attr.%s = %s_.get();\n"
                            % (a.name, a.name, a.name))
@@ -162,9 +162,11 @@ def gen_hpp():
         out.append("};\n\n")
     out.append("namespace detail {\n")
     for r in spec.RESOURCES:
-        out.append("// defaults, overridden by LCI_ATTR_<NAME>; throws on a bad"
-                   " value\n" if r is spec.RESOURCES[0] else "")
-        out.append("%s_attr_t get_default_%s_attr();\n" % (r.name, r.name))
+        out.append("// defaults, overridden by LCI_ATTR_<NAME>; a bad value throws"
+                   " fatal_error naming `call`\n" if r is spec.RESOURCES[0]
+                   else "")
+        out.append("%s_attr_t get_default_%s_attr(const char* call);\n"
+                   % (r.name, r.name))
     out.append("}  // namespace detail\n\n")
     for n in HANDLES:
         out.append(gen_handle(resource(n)))
@@ -180,18 +182,20 @@ def gen_cpp():
            '#include "resource/resources.hpp"\n\n',
            "namespace lci {\nnamespace detail {\n\n"]
     for r in spec.RESOURCES:
-        out.append("%s_attr_t get_default_%s_attr()\n{\n  %s_attr_t attr;\n"
-                   % (r.name, r.name, r.name))
+        out.append("%s_attr_t get_default_%s_attr(const char* call)\n{\n"
+                   "  %s_attr_t attr;\n  try {\n" % (r.name, r.name, r.name))
         for a in r.attrs:
             env = "LCI_ATTR_" + a.name.upper()
             if a.choices:
                 choices = "{" + ", ".join('"%s"' % c for c in a.choices) + "}"
-                out.append('  attr.%s = util::env_attr_choice("%s", %s, %s);\n'
+                out.append('    attr.%s = util::env_attr_choice("%s", %s, %s);\n'
                            % (a.name, env, cxx_literal(a), choices))
             else:
-                out.append('  attr.%s = util::env_attr<%s>("%s", %s);\n'
+                out.append('    attr.%s = util::env_attr<%s>("%s", %s);\n'
                            % (a.name, a.type, env, cxx_literal(a)))
-        out.append("  return attr;\n}\n\n")
+        out.append("  } catch (const fatal_error& e) {\n"
+                   '    util::throw_fatal(call, ": ", e.what());\n  }\n'
+                   "  return attr;\n}\n\n")
     out.append("}  // namespace detail\n\n")
     for n in HANDLES:
         r = resource(n)

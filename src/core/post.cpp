@@ -2,6 +2,8 @@
 // receive into the matching engine or send with the inject or eager
 // protocol.
 #include <cstring>
+#include <memory>
+#include <vector>
 
 #include "comp/sync.hpp"
 #include "core/progress.hpp"
@@ -122,9 +124,39 @@ status_t post_in(const post_args_t& a, comp_impl_t* comp)
   return s;
 }
 
+// Posts now, unless sends queued earlier in the device's backlog must go
+// first (then retry_backlog: a send never overtakes the backlog).
 status_t post_once(const post_args_t& a, direction_t dir, comp_impl_t* comp)
 {
-  return dir == direction_t::OUT ? post_out(a) : post_in(a, comp);
+  if (dir == direction_t::IN) return post_in(a, comp);
+  if (!a.dev->backlog.empty()) return status_t(errorcode_t::retry_backlog);
+  return post_out(a);
+}
+
+// allow_retry(false) and the post would retry: queue a copy of the message
+// in the device's backlog, which progress sends in order. The user's buffer
+// is free at once: done_backlog, or posted_backlog with allow_done(false),
+// and then the completion object is signalled when the message has left.
+status_t post_backlog(const post_args_t& a, comp_impl_t* comp, bool signal)
+{
+  auto data = std::make_shared<std::vector<char>>(
+      static_cast<char*>(a.buffer), static_cast<char*>(a.buffer) + a.size);
+  post_args_t queued = a;
+  queued.buffer = data->data();
+  status_t result = done_status(a);
+  a.dev->backlog.push([queued, data, comp, signal, result]() -> error_t {
+    status_t s = post_out(queued);
+    if (s.is_retry()) return s.error;
+    if (signal) {
+      status_t done = result;
+      done.error = errorcode_t::done;
+      comp->signal(done);
+    }
+    return errorcode_t::done;
+  });
+  result.error =
+      signal ? errorcode_t::posted_backlog : errorcode_t::done_backlog;
+  return result;
 }
 
 size_t eager_limit(packet_pool_impl_t* send_pool, device_impl_t* dev)
@@ -226,11 +258,8 @@ status_t post_comm_x::call_impl(
 
   comp_impl_t* comp = local_comp.p_impl;
   status_t s = post_once(a, direction, comp);
-  // allow_retry(false): keep trying, driving progress, until it goes through
-  while (s.is_retry() && !allow_retry) {
-    progress_device(a.dev);
-    s = post_once(a, direction, comp);
-  }
+  if (s.is_retry() && !allow_retry)  // only sends can retry
+    return post_backlog(a, comp, !allow_done && local_comp != COMP_NULL_RETRY);
   if (s.is_done() && !allow_done && local_comp != COMP_NULL_RETRY) {
     comp->signal(s);
     s.error = errorcode_t::posted;

@@ -120,10 +120,12 @@ void deliver(device_impl_t* dev, packet_t* pkt, size_t len)
 error_t progress_device(device_impl_t* dev)
 {
   constexpr size_t kBatch = 16;
+  size_t n = dev->backlog.drain();
   net::cqe_t cqes[kBatch];
-  size_t n = dev->net->poll_comp(cqes, kBatch);
+  size_t ncqes = dev->net->poll_comp(cqes, kBatch);
+  n += ncqes;
   std::exception_ptr first_error;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < ncqes; ++i) {
     auto* pkt = static_cast<packet_t*>(cqes[i].ctx);
     if (cqes[i].kind == net::cqe_t::kind_t::send) {
       packet_pool_impl_t::put(pkt);
@@ -146,13 +148,15 @@ void drain_device(device_impl_t* dev)
 {
   using clock = std::chrono::steady_clock;
   auto deadline = clock::now() + std::chrono::seconds(30);
-  while (dev->nsends_pending.load(std::memory_order_relaxed) > 0) {
+  while (dev->nsends_pending.load(std::memory_order_relaxed) > 0 ||
+         !dev->backlog.empty()) {
     progress_device(dev);
     if (clock::now() > deadline) {
       std::fprintf(stderr,
-                   "lci: free_device: %lld sends still in flight after 30 s; "
-                   "freeing anyway\n",
-                   static_cast<long long>(dev->nsends_pending.load()));
+                   "lci: free_device: %lld sends in flight and %zu in the "
+                   "backlog after 30 s; freeing anyway\n",
+                   static_cast<long long>(dev->nsends_pending.load()),
+                   dev->backlog.size());
       return;
     }
   }

@@ -47,6 +47,11 @@ device_impl_t::device_impl_t(runtime_impl_t* rt, packet_pool_impl_t* p,
                       "), net_max_recvs (", attr.net_max_recvs,
                       ") and net_max_cqes (", attr.net_max_cqes,
                       ") must be positive");
+  // pre-posted receives never hold more than half of the pool: the rest is
+  // for sends (attr reports the value in force)
+  if (attr.net_max_recvs > pool->attr.npackets / 2)
+    attr.net_max_recvs =
+        pool->attr.npackets / 2 > 0 ? pool->attr.npackets / 2 : 1;
   std::lock_guard<std::mutex> guard(rt->collective_mu);
   net = rt->net_context->alloc_device(attr);
   net->connect(exchange_addresses(rt, net->get_address()));

@@ -10,6 +10,7 @@
 
 #include "lci.hpp"
 #include "net/net.hpp"
+#include "resource/backlog_queue.hpp"
 
 namespace lci
 {
@@ -30,6 +31,8 @@ class device_impl_t
   runtime_impl_t* runtime;
   packet_pool_impl_t* pool;  // supplies the pre-posted receives
   std::unique_ptr<net::device_t> net;
+  // posts that must not return retry, retried in order by progress
+  backlog_queue_t backlog;
 
   // receives currently pre-posted, and sends whose packet is still in flight
   alignas(64) std::atomic<int64_t> nrecvs_posted{0};

@@ -50,13 +50,10 @@ runtime_t alloc_runtime_x::call_impl(const runtime_attr_t& attr)
   auto* rt = new runtime_impl_t(attr);
   runtime_t runtime(rt);
   try {
-    packet_pool_attr_t pool_attr = detail::get_default_packet_pool_attr();
-    pool_attr.packet_size = attr.packet_size;
-    pool_attr.npackets = attr.npackets;
     rt->default_pool = alloc_packet_pool_x()
                            .runtime(runtime)
-                           .packet_size(pool_attr.packet_size)
-                           .npackets(pool_attr.npackets)()
+                           .packet_size(attr.packet_size)
+                           .npackets(attr.npackets)()
                            .p_impl;
     rt->default_me = alloc_matching_engine_x().runtime(runtime)().p_impl;
     if (attr.alloc_default_device)
