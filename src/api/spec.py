@@ -59,6 +59,10 @@ RESOURCES = [
              "largest tag a message may carry (ANY_TAG is reserved)"),
         attr("bool", "alloc_default_device", True,
              "allocate a default device with the runtime"),
+        attr("bool", "attentive_progress", False,
+             "when progress finds its own device idle, it also polls one "
+             "other device of the runtime, chosen at random, if that "
+             "device's lock is free (helps devices whose owner is busy)"),
         attr("size_t", "packet_size", 8192,
              "size of a packet of the default packet pool, header included"),
         attr("size_t", "npackets", 4096,

@@ -115,9 +115,9 @@ void deliver(device_impl_t* dev, packet_t* pkt, size_t len)
   }
 }
 
-}  // namespace
-
-error_t progress_device(device_impl_t* dev)
+// One progress step on a device: backlog, completions, receive refill.
+// Returns the number of things that happened.
+size_t progress_once(device_impl_t* dev)
 {
   constexpr size_t kBatch = 16;
   size_t n = dev->backlog.drain();
@@ -141,6 +141,42 @@ error_t progress_device(device_impl_t* dev)
   }
   refill_recvs(dev);
   if (first_error) std::rethrow_exception(first_error);
+  return n;
+}
+
+// Attentive progress: poll one other device of the runtime, chosen at
+// random, whose owner may be busy. The poller count keeps free_device from
+// deleting a device under us (it clears the slot, then waits for zero).
+size_t progress_other(device_impl_t* self)
+{
+  runtime_impl_t* rt = self->runtime;
+  size_t ndev = rt->devices.size_hint();
+  if (ndev < 2) return 0;
+  thread_local uint64_t rng =
+      0x9E3779B97F4A7C15ull ^ reinterpret_cast<uintptr_t>(&rng);
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  rt->attentive_pollers.fetch_add(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  device_impl_t* other = rt->devices.get(rng % ndev, nullptr);
+  size_t n = 0;
+  try {
+    if (other && other != self) n = progress_once(other);
+  } catch (...) {
+    rt->attentive_pollers.fetch_sub(1, std::memory_order_seq_cst);
+    throw;
+  }
+  rt->attentive_pollers.fetch_sub(1, std::memory_order_seq_cst);
+  return n;
+}
+
+}  // namespace
+
+error_t progress_device(device_impl_t* dev)
+{
+  size_t n = progress_once(dev);
+  if (n == 0 && dev->runtime->attr.attentive_progress) n = progress_other(dev);
   return n > 0 ? errorcode_t::done : errorcode_t::retry;
 }
 

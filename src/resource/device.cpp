@@ -7,6 +7,7 @@
 #include "resource/packet_pool.hpp"
 #include "resource/runtime.hpp"
 #include "util/error.hpp"
+#include "util/spinlock.hpp"
 
 namespace lci
 {
@@ -79,6 +80,7 @@ device_t alloc_device_x::call_impl(runtime_t runtime, packet_pool_t packet_pool,
         "alloc_device: no packet pool given and the runtime "
         "has none");
   auto* dev = new device_impl_t(rt, pool, attr);
+  dev->index = rt->devices.push_back(dev);
   globals::devices().add(dev);
   return device_t(dev);
 }
@@ -89,6 +91,12 @@ void free_device_x::call_impl(device_t* device, runtime_t)
   if (!device) util::throw_fatal(call, ": null device pointer");
   device_impl_t* dev = util::checked(device->p_impl, call);
   globals::devices().remove(dev, call, "device");
+  // no attentive poller may hold this device once it is gone
+  runtime_impl_t* rt = dev->runtime;
+  rt->devices.put(dev->index, nullptr);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  while (rt->attentive_pollers.load(std::memory_order_seq_cst) > 0)
+    util::cpu_relax();
   drain_device(dev);
   {
     // collective, like the allocation: no peer still talks to this device

@@ -31,6 +31,7 @@ class device_impl_t
   runtime_impl_t* runtime;
   packet_pool_impl_t* pool;  // supplies the pre-posted receives
   std::unique_ptr<net::device_t> net;
+  size_t index = 0;  // slot in runtime->devices
   // posts that must not return retry, retried in order by progress
   backlog_queue_t backlog;
 

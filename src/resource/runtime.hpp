@@ -47,6 +47,10 @@ class runtime_impl_t
   // remote completions by rcomp_t; matching engines by their index
   util::mpmc_array_t<comp_impl_t*> rcomps;
   util::mpmc_array_t<matching_engine_impl_t*> matching_engines;
+  // every live device, for attentive progress; a slot is cleared when its
+  // device is freed, and free waits until no attentive poller is inside
+  util::mpmc_array_t<device_impl_t*> devices;
+  alignas(64) std::atomic<int> attentive_pollers{0};
 };
 
 // The runtime a call uses: the given one, else the global one; throws when

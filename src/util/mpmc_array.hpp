@@ -44,6 +44,7 @@ class mpmc_array_t
         ->data[idx]
         .store(value, std::memory_order_release);
     if (idx >= count_) count_ = idx + 1;
+    count_hint_.store(count_, std::memory_order_release);
   }
 
   // Appends and returns the index.
@@ -56,7 +57,14 @@ class mpmc_array_t
         ->data[idx]
         .store(value, std::memory_order_release);
     count_ = idx + 1;
+    count_hint_.store(count_, std::memory_order_release);
     return idx;
+  }
+
+  // Number of slots ever written, read without the lock (may lag).
+  size_t size_hint() const
+  {
+    return count_hint_.load(std::memory_order_acquire);
   }
 
   size_t size() const
@@ -93,6 +101,7 @@ class mpmc_array_t
   mutable std::mutex mu_;
   std::atomic<block_t*> cur_;
   size_t count_ = 0;
+  std::atomic<size_t> count_hint_{0};
   std::vector<std::unique_ptr<block_t>> retired_;  // every block ever made
 };
 
