@@ -209,4 +209,46 @@ class option_t
 
 #include "lci_binding.hpp"
 
+namespace lci
+{
+namespace detail
+{
+template <typename T>
+status_t graph_op_run(void* op)
+{
+  return static_cast<T*>(op)->call();
+}
+
+template <typename T>
+void graph_op_free(void* op)
+{
+  delete static_cast<T*>(op);
+}
+}  // namespace detail
+
+// A posting operation as a graph node: copies the OFF object `op` (e.g.
+// post_send_x(rank, buf, size, tag, COMP_NULL).device(d)), points its
+// completion object at `graph` and its user_context at the new node, and runs
+// op.call() as the node's function (done: the node completes now; posted:
+// when the communication completes; retry: the node runs again later). The
+// copy is deleted with the graph.
+template <typename T>
+graph_node_t graph_add_node_op(comp_t graph, const T& op)
+{
+  T* copy = new T(op);
+  graph_node_t node;
+  try {
+    node = graph_add_node_x(graph, &detail::graph_op_run<T>)
+               .value(copy)
+               .free_cb(&detail::graph_op_free<T>)();
+  } catch (...) {
+    delete copy;
+    throw;
+  }
+  copy->local_comp_ = graph;
+  copy->user_context_ = node;
+  return node;
+}
+}  // namespace lci
+
 #endif  // LCI_HPP

@@ -1,6 +1,9 @@
 // The completion-object operations.
+#include <typeinfo>
+
 #include "comp/counter.hpp"
 #include "comp/cq.hpp"
+#include "comp/graph.hpp"
 #include "comp/handler.hpp"
 #include "comp/sync.hpp"
 #include "core/globals.hpp"
@@ -19,27 +22,52 @@ comp_t track(comp_impl_t* comp)
   return comp_t(comp);
 }
 
-// The built-in object of type T behind `comp`, or a clear error.
-template <typename T>
-T* as(comp_t comp, const char* call, const char* what)
+[[noreturn]] [[gnu::cold]] void throw_not_a(comp_t comp, const char* call,
+                                            const char* what)
 {
   if (comp.is_empty() || comp == COMP_NULL_RETRY)
     util::throw_fatal(call, ": the completion object is empty");
-  T* p = dynamic_cast<T*>(comp.p_impl);
-  if (!p)
-    util::throw_fatal(call, ": completion object ",
-                      static_cast<void*>(comp.p_impl), " is not a ", what);
-  return p;
+  util::throw_fatal(call, ": completion object ",
+                    static_cast<void*>(comp.p_impl), " is not a ", what);
+}
+
+// The built-in object of type T behind `comp`, or a clear error. The
+// built-in classes are final and allocated by this library, so on the fast
+// path an exact match of the type_info object (a vtable load and a pointer
+// compare) replaces a dynamic_cast; anything else takes the dynamic_cast.
+template <typename T>
+T* as(comp_t comp, const char* call, const char* what)
+{
+  comp_impl_t* p = comp.p_impl;
+  if (__builtin_expect(comp.is_empty() || comp == COMP_NULL_RETRY, 0))
+    throw_not_a(comp, call, what);
+  if (__builtin_expect(&typeid(*p) == &typeid(T), 1)) return static_cast<T*>(p);
+  T* q = dynamic_cast<T*>(p);
+  if (!q) throw_not_a(comp, call, what);
+  return q;
+}
+
+cq_impl_t* as_cq(comp_t comp, const char* call)
+{
+  comp_impl_t* p = comp.p_impl;
+  if (__builtin_expect(comp.is_empty() || comp == COMP_NULL_RETRY, 0))
+    throw_not_a(comp, call, "completion queue");
+  const std::type_info* t = &typeid(*p);
+  if (t == &typeid(lcrq_cq_t)) return static_cast<lcrq_cq_t*>(p);
+  if (t == &typeid(array_cq_t)) return static_cast<array_cq_t*>(p);
+  cq_impl_t* q = dynamic_cast<cq_impl_t*>(p);
+  if (!q) throw_not_a(comp, call, "completion queue");
+  return q;
 }
 
 }  // namespace
 
-sync_impl_t::sync_impl_t(const sync_attr_t& a)
-    : attr(a), statuses_(new status_t[a.threshold > 0 ? a.threshold : 1])
+sync_impl_t::sync_impl_t(const sync_attr_t& a) : attr(a), one_(a.threshold == 1)
 {
   if (attr.threshold < 1)
     util::throw_fatal("alloc_sync: threshold ", attr.threshold,
                       " must be at least 1");
+  if (!one_) statuses_.reset(new status_t[attr.threshold]);
 }
 
 comp_t alloc_sync_x::call_impl(runtime_t, const sync_attr_t& attr)
@@ -66,12 +94,12 @@ void sync_wait_x::call_impl(comp_t comp, status_t* p_out, bool do_progress,
 
 comp_t alloc_cq_x::call_impl(runtime_t, const cq_attr_t& attr)
 {
-  return track(new cq_impl_t(attr));
+  return track(make_cq(attr));
 }
 
 status_t cq_pop_x::call_impl(comp_t comp)
 {
-  return as<cq_impl_t>(comp, "cq_pop", "completion queue")->pop();
+  return as_cq(comp, "cq_pop")->pop();
 }
 
 comp_t alloc_handler_x::call_impl(comp_handler_t handler, runtime_t)
@@ -100,6 +128,46 @@ void comp_signal_x::call_impl(comp_t comp, status_t status)
   if (comp.is_empty() || comp == COMP_NULL_RETRY)
     util::throw_fatal("comp_signal: the completion object is empty");
   comp.p_impl->signal(status);
+}
+
+// ---------------------------------------------------------------------------
+// graphs
+
+comp_t alloc_graph_x::call_impl(comp_t comp, runtime_t)
+{
+  return track(new graph_impl_t(comp));
+}
+
+graph_node_t graph_add_node_x::call_impl(comp_t graph, graph_node_run_cb_t fn,
+                                         void* value,
+                                         graph_node_free_cb_t free_cb)
+{
+  return as<graph_impl_t>(graph, "graph_add_node", "graph")
+      ->add_node(fn, value, free_cb);
+}
+
+void graph_add_edge_x::call_impl(comp_t graph, graph_node_t src,
+                                 graph_node_t dst, graph_edge_run_cb_t fn)
+{
+  as<graph_impl_t>(graph, "graph_add_edge", "graph")->add_edge(src, dst, fn);
+}
+
+void graph_node_mark_complete_x::call_impl(graph_node_t node, status_t status)
+{
+  const char* call = "graph_node_mark_complete";
+  graph_node_impl_t* n = graph_impl_t::node_of(node, call);
+  if (!n->graph) util::throw_fatal(call, ": ", node, " is not a graph node");
+  n->graph->complete(n, status, call);
+}
+
+void graph_start_x::call_impl(comp_t graph)
+{
+  as<graph_impl_t>(graph, "graph_start", "graph")->start();
+}
+
+status_t graph_test_x::call_impl(comp_t graph)
+{
+  return as<graph_impl_t>(graph, "graph_test", "graph")->test();
 }
 
 void free_comp_x::call_impl(comp_t* comp)
