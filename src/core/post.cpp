@@ -1,6 +1,7 @@
 // post_comm (paper 3.2.4 and 4.4, steps 1-3): validate, then either insert a
 // receive into the matching engine or send with the inject or eager
 // protocol.
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -113,14 +114,85 @@ status_t post_out(const post_args_t& a)
 
 // A receive: take a matching unexpected message if one is waiting (done),
 // or leave a descriptor in the matching engine (posted).
-status_t post_in(const post_args_t& a, comp_impl_t* comp)
+// `posted` (optional) receives the descriptor left in the engine.
+status_t post_in(const post_args_t& a, comp_impl_t* comp,
+                 recv_t** posted = nullptr)
 {
   auto key = matching_engine_impl_t::make_key(a.rank, a.tag, a.policy);
   auto* recv = new recv_t{a.buffer, a.size, comp, a.user_context};
   void* pkt = a.me->insert(key, recv, matching_engine_impl_t::type_t::recv);
-  if (!pkt) return status_t(errorcode_t::posted);
-  status_t s = complete_recv(recv, static_cast<packet_t*>(pkt), false);
-  delete recv;
+  if (!pkt) {
+    if (posted) *posted = recv;
+    return status_t(errorcode_t::posted);
+  }
+  // owned here: complete_recv may throw (message larger than the buffer)
+  std::unique_ptr<recv_t> owned(recv);
+  return complete_recv(recv, static_cast<packet_t*>(pkt), false);
+}
+
+// The completion of a blocking receive. It lives on the heap so that a wait
+// interrupted by an exception can leave: if the receive was matched already,
+// its signal may still come (from any thread); whichever of signal() and
+// abandon() comes second frees the object.
+class blocking_comp_t final : public comp_impl_t
+{
+ public:
+  void signal(status_t s) override
+  {
+    status_ = s;
+    if (state_.exchange(kSignalled, std::memory_order_acq_rel) == kAbandoned)
+      delete this;
+  }
+  bool test(status_t* out)
+  {
+    if (state_.load(std::memory_order_acquire) != kSignalled) return false;
+    *out = status_;
+    return true;
+  }
+  void abandon()
+  {
+    if (state_.exchange(kAbandoned, std::memory_order_acq_rel) == kSignalled)
+      delete this;
+  }
+
+ private:
+  enum : int { kWaiting, kSignalled, kAbandoned };
+  std::atomic<int> state_{kWaiting};
+  status_t status_;
+};
+
+// A receive with COMP_NULL or allow_posted(false): post, then progress until
+// it completes. If progress throws meanwhile (another message was bad), the
+// receive is withdrawn before the exception leaves, so that no later
+// message completes a receive whose call is gone.
+status_t post_in_blocking(const post_args_t& a)
+{
+  auto* comp = new blocking_comp_t;
+  recv_t* recv = nullptr;
+  status_t s;
+  try {
+    s = post_in(a, comp, &recv);
+  } catch (...) {
+    delete comp;
+    throw;
+  }
+  if (!s.is_posted()) {
+    delete comp;
+    return s;
+  }
+  try {
+    while (!comp->test(&s)) progress_device(a.dev);
+  } catch (...) {
+    auto key = matching_engine_impl_t::make_key(a.rank, a.tag, a.policy);
+    if (a.me->remove(key, recv, matching_engine_impl_t::type_t::recv)) {
+      delete recv;
+      delete comp;
+    } else {
+      comp->abandon();  // matched meanwhile: its completion is underway
+    }
+    throw;
+  }
+  delete comp;
   return s;
 }
 
@@ -243,6 +315,7 @@ status_t post_comm_x::call_impl(
 
   // COMP_NULL or allow_posted(false): block, driving progress, until done.
   if (local_comp.is_empty() || !allow_posted) {
+    if (direction == direction_t::IN) return post_in_blocking(a);
     sync_impl_t sync(sync_attr_t{1});
     for (;;) {
       status_t s = post_once(a, direction, &sync);

@@ -1,51 +1,452 @@
+// The matching engine's hash table (layout in matching_engine.hpp).
+//
+// insert(key, value, type), under the bucket's lock:
+//  1. a slot holds the key: same type -> append (first, second, then the
+//     overflow list: count 1 -> 2 -> 3); complementary type -> take first,
+//     shift second into first, and pull the key's oldest overflow node (if
+//     count was 3) into second;
+//  2. else, if the overflow list is non-empty, look there for the key (a key
+//     that arrived while the three slots were taken): same type -> append a
+//     node, complementary type -> take the oldest node;
+//  3. else store the value in a free slot, or, with none free, append a node.
+// Invariants: a slot's entries are older than the overflow nodes of its key;
+// a key without a slot is only in the overflow list; entries under one key
+// all have one type. The overflow list keeps insertion order, so each key's
+// nodes are FIFO.
 #include "resource/matching_engine.hpp"
+
+#include <cstdlib>
+#include <thread>
 
 #include "util/error.hpp"
 
 namespace lci
 {
 
+namespace
+{
+
+constexpr unsigned kSlotShift = 2;  // slot fields start at bit 2
+constexpr unsigned kSlotBits = 3;   // count (2 bits) + type (1 bit)
+constexpr size_t kChunkNodes = 256;
+constexpr unsigned kSpareShift = 11;  // bits 11-13: spare nodes kept
+constexpr uint32_t kSpareMask = 7u << kSpareShift;
+constexpr uint32_t kMaxSpare = 4;
+
+inline unsigned shift_of(int s) { return kSlotShift + kSlotBits * s; }
+
+inline unsigned count_of(uint32_t w, int s) { return (w >> shift_of(s)) & 3u; }
+
+inline uint32_t type_bit_of(uint32_t w, int s)
+{
+  return (w >> (shift_of(s) + 2)) & 1u;
+}
+
+inline uint32_t with_count(uint32_t w, int s, unsigned c)
+{
+  return (w & ~(3u << shift_of(s))) | (c << shift_of(s));
+}
+
+inline uint32_t with_slot(uint32_t w, int s, unsigned c, uint32_t type_bit)
+{
+  return (w & ~(7u << shift_of(s))) | ((c | (type_bit << 2)) << shift_of(s));
+}
+
+// murmur3's 64-bit finalizer over both halves of the key.
+inline uint64_t hash_key(const match_key_t& k)
+{
+  uint64_t h = k.hi ^ (static_cast<uint64_t>(static_cast<uint32_t>(k.lo)) *
+                       0x9E3779B97F4A7C15ull);
+  h ^= h >> 33;
+  h *= 0xFF51AFD7ED558CCDull;
+  h ^= h >> 33;
+  h *= 0xC4CEB9FE1A85EC53ull;
+  h ^= h >> 33;
+  return h;
+}
+
+}  // namespace
+
 matching_engine_impl_t::matching_engine_impl_t(const matching_engine_attr_t& a)
     : attr(a)
 {
-  if (attr.num_buckets == 0 || (attr.num_buckets & (attr.num_buckets - 1)))
-    util::throw_fatal("alloc_matching_engine: num_buckets ", attr.num_buckets,
+  size_t n = attr.num_buckets;
+  if (n == 0 || (n & (n - 1)))
+    util::throw_fatal("alloc_matching_engine: num_buckets ", n,
                       " must be a power of two");
-  buckets_.reset(new bucket_t[attr.num_buckets]);
-  mask_ = attr.num_buckets - 1;
+  const size_t per = sizeof(bucket_t) + sizeof(ext_t);
+  if (n > (SIZE_MAX - 64) / per)
+    util::throw_fatal("alloc_matching_engine: num_buckets ", n, " is too large");
+  // calloc: large tables come zeroed from the kernel, so the pages of
+  // buckets never used are never touched; a zero bucket is empty.
+  table_mem_ = std::calloc(1, n * per + 64);
+  if (!table_mem_)
+    util::throw_fatal("alloc_matching_engine: cannot allocate ", n * per,
+                      " bytes for ", n, " buckets");
+  uintptr_t p = reinterpret_cast<uintptr_t>(table_mem_);
+  p = (p + 63) & ~static_cast<uintptr_t>(63);
+  buckets_ = reinterpret_cast<bucket_t*>(p);
+  ext_ = reinterpret_cast<ext_t*>(p + n * sizeof(bucket_t));
+  mask_ = n - 1;
 }
+
+matching_engine_impl_t::~matching_engine_impl_t()
+{
+  for (node_t* c : pool_.chunks) delete[] c;
+  std::free(table_mem_);
+}
+
+uint32_t matching_engine_impl_t::lock_bucket(bucket_t& b)
+{
+  unsigned spins = 0;
+  for (;;) {
+    uint32_t w = b.word.load(std::memory_order_relaxed);
+    if (!(w & kLocked) &&
+        b.word.compare_exchange_weak(w, w | kLocked,
+                                     std::memory_order_acquire,
+                                     std::memory_order_relaxed))
+      return w | kLocked;
+    // The holder may be descheduled (more threads than cores): after a
+    // while, give the core away rather than burn the time slice.
+    if (++spins < 256) {
+      util::cpu_relax();
+    } else {
+      spins = 0;
+      std::this_thread::yield();
+    }
+  }
+}
+
+matching_engine_impl_t::node_t* matching_engine_impl_t::get_node()
+{
+  util::spin_guard_t g(pool_.lock);
+  if (!pool_.free) {
+    node_t* chunk = new node_t[kChunkNodes];
+    pool_.chunks.push_back(chunk);
+    for (size_t i = 0; i < kChunkNodes; ++i) {
+      chunk[i].next = pool_.free;
+      pool_.free = &chunk[i];
+    }
+  }
+  node_t* n = pool_.free;
+  pool_.free = n->next;
+  return n;
+}
+
+void matching_engine_impl_t::put_node(node_t* n)
+{
+  util::spin_guard_t g(pool_.lock);
+  n->next = pool_.free;
+  pool_.free = n;
+}
+
+// A node for bucket e: one of its spares, else from the pool.
+matching_engine_impl_t::node_t* matching_engine_impl_t::take_node(ext_t& e,
+                                                                  uint32_t& w)
+{
+  node_t* n = e.spare;
+  if (!n) return get_node();
+  e.spare = n->next;
+  w -= 1u << kSpareShift;
+  return n;
+}
+
+// Keeps up to kMaxSpare freed nodes in the bucket (no pool lock, and the
+// node stays near the thread using the bucket); the rest go to the pool.
+void matching_engine_impl_t::drop_node(ext_t& e, uint32_t& w, node_t* n)
+{
+  if (((w & kSpareMask) >> kSpareShift) >= kMaxSpare) {
+    put_node(n);
+    return;
+  }
+  n->next = e.spare;
+  e.spare = n;
+  w += 1u << kSpareShift;
+}
+
+size_t matching_engine_impl_t::overflow_nodes_allocated() const
+{
+  auto& pool = const_cast<pool_t&>(pool_);
+  util::spin_guard_t g(pool.lock);
+  return pool.chunks.size() * kChunkNodes;
+}
+
+namespace
+{
+// The overflow list: circular, singly linked, `last` points at the newest
+// node and last->next at the oldest.
+template <typename node_t>
+inline void list_append(node_t*& last, node_t* n)
+{
+  if (last) {
+    n->next = last->next;
+    last->next = n;
+  } else {
+    n->next = n;
+  }
+  last = n;
+}
+
+// The oldest node with key k, and its predecessor; nullptr if none.
+template <typename node_t>
+inline node_t* list_find(node_t* last, const match_key_t& k, node_t** prev_out)
+{
+  node_t* prev = last;
+  *prev_out = nullptr;
+  do {
+    node_t* cur = prev->next;
+    if (cur->hi == k.hi && cur->lo == k.lo) {
+      *prev_out = prev;
+      return cur;
+    }
+    prev = cur;
+  } while (prev != last);
+  return nullptr;
+}
+
+// The oldest node with key k and value v, and its predecessor.
+template <typename node_t>
+inline node_t* list_find_value(node_t* last, const match_key_t& k, void* v,
+                               node_t** prev_out)
+{
+  node_t* prev = last;
+  *prev_out = nullptr;
+  do {
+    node_t* cur = prev->next;
+    if (cur->value == v && cur->hi == k.hi && cur->lo == k.lo) {
+      *prev_out = prev;
+      return cur;
+    }
+    prev = cur;
+  } while (prev != last);
+  return nullptr;
+}
+
+// Unlinks n (whose predecessor is prev); returns whether a node with key k
+// remains after it, given that n was the oldest node with key k.
+template <typename node_t>
+inline bool list_unlink(node_t*& last, node_t* prev, node_t* n,
+                        const match_key_t& k)
+{
+  if (n == prev) {  // the only node
+    last = nullptr;
+    return false;
+  }
+  prev->next = n->next;
+  if (n == last) {  // the newest: nothing after it
+    last = prev;
+    return false;
+  }
+  for (node_t* cur = n->next;; cur = cur->next) {
+    if (cur->hi == k.hi && cur->lo == k.lo) return true;
+    if (cur == last) return false;
+  }
+}
+}  // namespace
 
 void* matching_engine_impl_t::insert(const match_key_t& key, void* value,
                                      type_t type)
 {
-  uint64_t h = key.tag * 0x9E3779B97F4A7C15ull ^
-               (static_cast<uint64_t>(static_cast<uint32_t>(key.rank)) << 32 |
-                key.policy);
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ull;
-  h ^= h >> 32;
-  bucket_t& b = buckets_[h & mask_];
-  util::spin_guard_t g(b.lock);
-  for (size_t i = 0; i < b.queues.size(); ++i) {
-    queue_t& q = b.queues[i];
-    if (!(q.key == key)) continue;
-    if (q.type == type) {
-      q.values.push_back(value);
+  const size_t i = hash_key(key) & mask_;
+  bucket_t& b = buckets_[i];
+  const uint32_t tbit = static_cast<uint32_t>(type);
+  uint32_t w = lock_bucket(b);
+
+  int free_slot = -1;
+  for (int s = 0; s < 3; ++s) {
+    const unsigned c = count_of(w, s);
+    if (c == 0) {
+      if (free_slot < 0) free_slot = s;
+      continue;
+    }
+    if (b.hi[s] != key.hi || b.lo[s] != key.lo) continue;
+    ext_t& e = ext_[i];
+    if (type_bit_of(w, s) == tbit) {  // same type: queue behind
+      if (c == 1) {
+        e.second[s] = value;
+        w = with_count(w, s, 2);
+      } else {
+        node_t* n = take_node(e, w);
+        n->hi = key.hi;
+        n->lo = key.lo;
+        n->type = type;
+        n->value = value;
+        list_append(e.last, n);
+        w = with_count(w, s, 3) | kOverflow;
+      }
+      unlock_bucket(b, w);
       return nullptr;
     }
-    void* matched = q.values.front();
-    q.values.pop_front();
-    if (q.values.empty()) {
-      b.queues[i] = std::move(b.queues.back());
-      b.queues.pop_back();
-    }
+    void* matched = b.first[s];  // complementary: the oldest
+    pop_front(b, e, w, s, key);
+    unlock_bucket(b, w);
     return matched;
   }
-  b.queues.push_back(queue_t{key, type, {value}});
+
+  if (w & kOverflow) {  // a key without a slot may wait in the list
+    ext_t& e = ext_[i];
+    node_t* prev;
+    node_t* n = list_find(e.last, key, &prev);
+    if (n) {
+      if (n->type != type) {
+        void* matched = n->value;
+        list_unlink(e.last, prev, n, key);
+        drop_node(e, w, n);
+        if (!e.last) w &= ~kOverflow;
+        unlock_bucket(b, w);
+        return matched;
+      }
+      free_slot = -1;  // queue behind the key's nodes
+    }
+  }
+  if (free_slot >= 0) {
+    b.hi[free_slot] = key.hi;
+    b.lo[free_slot] = key.lo;
+    b.first[free_slot] = value;
+    w = with_slot(w, free_slot, 1, tbit);
+  } else {
+    ext_t& e = ext_[i];
+    node_t* n = take_node(e, w);
+    n->hi = key.hi;
+    n->lo = key.lo;
+    n->type = type;
+    n->value = value;
+    list_append(e.last, n);
+    w |= kOverflow;
+  }
+  unlock_bucket(b, w);
   return nullptr;
 }
 
+// Drops the oldest entry of slot s (holding key): second moves up, and the
+// key's oldest overflow node (count 3) moves into second.
+void matching_engine_impl_t::pop_front(bucket_t& b, ext_t& e, uint32_t& w,
+                                       int s, const match_key_t& key)
+{
+  const unsigned c = count_of(w, s);
+  if (c == 1) {
+    w = with_count(w, s, 0);
+    return;
+  }
+  b.first[s] = e.second[s];
+  if (c == 2)
+    w = with_count(w, s, 1);
+  else
+    refill_second(e, w, s, key);
+}
+
+// Slot s (count 3) lost its second entry: the key's oldest overflow node
+// takes its place; count 2 when that was the key's last node.
+void matching_engine_impl_t::refill_second(ext_t& e, uint32_t& w, int s,
+                                           const match_key_t& key)
+{
+  node_t* prev;
+  node_t* n = list_find(e.last, key, &prev);
+  bool more = list_unlink(e.last, prev, n, key);
+  e.second[s] = n->value;
+  drop_node(e, w, n);
+  if (!more) w = with_count(w, s, 2);
+  if (!e.last) w &= ~kOverflow;
+}
+
+bool matching_engine_impl_t::remove(const match_key_t& key, void* value,
+                                    type_t type)
+{
+  const size_t i = hash_key(key) & mask_;
+  bucket_t& b = buckets_[i];
+  const uint32_t tbit = static_cast<uint32_t>(type);
+  uint32_t w = lock_bucket(b);
+  bool found = false;
+  bool slotted = false;
+  for (int s = 0; s < 3 && !slotted; ++s) {
+    const unsigned c = count_of(w, s);
+    if (c == 0 || b.hi[s] != key.hi || b.lo[s] != key.lo) continue;
+    slotted = true;
+    if (type_bit_of(w, s) != tbit) break;
+    ext_t& e = ext_[i];
+    if (b.first[s] == value) {
+      pop_front(b, e, w, s, key);
+      found = true;
+    } else if (c >= 2 && e.second[s] == value) {
+      if (c == 2)
+        w = with_count(w, s, 1);
+      else
+        refill_second(e, w, s, key);
+      found = true;
+    } else if (c == 3) {
+      node_t* prev;
+      node_t* n = list_find_value(e.last, key, value, &prev);
+      if (n) {
+        list_unlink(e.last, prev, n, key);
+        drop_node(e, w, n);
+        if (!e.last || !list_find(e.last, key, &prev)) w = with_count(w, s, 2);
+        if (!e.last) w &= ~kOverflow;
+        found = true;
+      }
+    }
+  }
+  if (!slotted && (w & kOverflow)) {
+    ext_t& e = ext_[i];
+    node_t* prev;
+    node_t* n = list_find_value(e.last, key, value, &prev);
+    if (n && n->type == type) {
+      list_unlink(e.last, prev, n, key);
+      drop_node(e, w, n);
+      if (!e.last) w &= ~kOverflow;
+      found = true;
+    }
+  }
+  unlock_bucket(b, w);
+  return found;
+}
+
+void matching_engine_impl_t::clear_impl(void (*f)(void*, void*, type_t),
+                                        void* ctx)
+{
+  for (size_t i = 0; i <= mask_; ++i) {
+    bucket_t& b = buckets_[i];
+    // An empty bucket is left unwritten (its page may never have been).
+    if (b.word.load(std::memory_order_acquire) == 0) continue;
+    uint32_t w = lock_bucket(b);
+    ext_t& e = ext_[i];
+    node_t* list = nullptr;  // the overflow list, oldest first
+    if (w & kOverflow) {
+      list = e.last->next;
+      e.last->next = nullptr;
+      e.last = nullptr;
+    }
+    for (int s = 0; s < 3; ++s) {
+      const unsigned c = count_of(w, s);
+      if (c == 0) continue;
+      type_t t = static_cast<type_t>(type_bit_of(w, s));
+      f(ctx, b.first[s], t);
+      if (c >= 2) f(ctx, e.second[s], t);
+      if (c == 3)  // the key's overflow nodes, in order
+        for (node_t* n = list; n; n = n->next)
+          if (n->hi == b.hi[s] && n->lo == b.lo[s]) f(ctx, n->value, t);
+    }
+    // Then the nodes of keys without a slot.
+    for (node_t* n = list; n;) {
+      node_t* next = n->next;
+      bool slotted = false;
+      for (int s = 0; s < 3; ++s)
+        if (count_of(w, s) == 3 && n->hi == b.hi[s] && n->lo == b.lo[s])
+          slotted = true;
+      if (!slotted) f(ctx, n->value, n->type);
+      put_node(n);
+      n = next;
+    }
+    while (node_t* n = e.spare) {
+      e.spare = n->next;
+      put_node(n);
+    }
+    unlock_bucket(b, 0);
+  }
+}
+
 }  // namespace lci
+
+// ---- the matching-engine operations -------------------------------------
 
 #include "core/globals.hpp"
 #include "core/recv.hpp"
