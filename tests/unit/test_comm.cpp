@@ -1,0 +1,896 @@
+// Point-to-point communication to self: post_send / post_recv / post_am /
+// post_comm over the inject and eager protocols, the status fields, the
+// done/posted/retry contract, tags and matching, remote completions.
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "lci_test_common.hpp"
+
+namespace
+{
+
+using lci_test::first_pattern_mismatch;
+using lci_test::fill_pattern;
+using lci_test::LciTest;
+using lci_test::pop_wait;
+using ::testing::HasSubstr;
+
+constexpr unsigned char kCanary = 0xAB;
+constexpr size_t kCanaryLen = 64;
+
+enum class size_kind_t { zero, one, eight, inject, inject_plus_1, eager };
+
+const char* kind_name(size_kind_t k)
+{
+  switch (k) {
+    case size_kind_t::zero:
+      return "Size0";
+    case size_kind_t::one:
+      return "Size1";
+    case size_kind_t::eight:
+      return "Size8";
+    case size_kind_t::inject:
+      return "InjectLimit";
+    case size_kind_t::inject_plus_1:
+      return "InjectLimitPlus1";
+    case size_kind_t::eager:
+      return "EagerLimit";
+  }
+  return "?";
+}
+
+size_t kind_size(size_kind_t k)
+{
+  switch (k) {
+    case size_kind_t::zero:
+      return 0;
+    case size_kind_t::one:
+      return 1;
+    case size_kind_t::eight:
+      return 8;
+    case size_kind_t::inject:
+      return lci::get_g_runtime().get_attr_max_inject_size();
+    case size_kind_t::inject_plus_1:
+      return lci::get_g_runtime().get_attr_max_inject_size() + 1;
+    case size_kind_t::eager:
+      return lci::get_max_bcopy_size();
+  }
+  return 0;
+}
+
+const size_kind_t kAllKinds[] = {size_kind_t::zero,   size_kind_t::one,
+                                 size_kind_t::eight,  size_kind_t::inject,
+                                 size_kind_t::inject_plus_1,
+                                 size_kind_t::eager};
+
+// A receive buffer with a canary area behind the payload.
+struct recv_buffer_t {
+  explicit recv_buffer_t(size_t n) : size(n), bytes(n + kCanaryLen, kCanary) {}
+  void* data() { return bytes.data(); }
+  size_t capacity() const { return size; }
+  bool canary_intact() const
+  {
+    for (size_t i = size; i < bytes.size(); ++i)
+      if (bytes[i] != kCanary) return false;
+    return true;
+  }
+  size_t size;
+  std::vector<unsigned char> bytes;
+};
+
+// Checks every field of a completed receive's status.
+void expect_recv_status(const lci::status_t& s, void* buffer, size_t size,
+                        lci::tag_t tag, void* user_context)
+{
+  EXPECT_TRUE(s.is_done()) << s.error.get_str();
+  EXPECT_EQ(s.rank, 0);
+  EXPECT_EQ(s.tag, tag);
+  EXPECT_EQ(s.size, size);
+  EXPECT_EQ(s.buffer, buffer);
+  EXPECT_EQ(s.user_context, user_context);
+  EXPECT_EQ(s.get_rank(), 0);
+  EXPECT_EQ(s.get_tag(), tag);
+  EXPECT_EQ(s.get_size(), size);
+  EXPECT_EQ(s.get_buffer(), buffer);
+  EXPECT_EQ(s.get_user_context(), user_context);
+}
+
+// ---------------------------------------------------------------------------
+// send/recv for every size, receive posted before and after the send
+
+class SendRecvSize
+    : public LciTest,
+      public ::testing::WithParamInterface<std::tuple<size_kind_t, bool>>
+{
+};
+
+TEST_P(SendRecvSize, PayloadStatusAndCompletionContract)
+{
+  const size_kind_t kind = std::get<0>(GetParam());
+  const bool recv_first = std::get<1>(GetParam());
+  const size_t size = kind_size(kind);
+  const lci::tag_t tag = 1000 + static_cast<lci::tag_t>(kind);
+  const uint64_t seed = 77 + size;
+
+  std::vector<unsigned char> out(size + 1);
+  fill_pattern(out.data(), size, seed);
+  recv_buffer_t in(size);
+  int send_ctx = 0, recv_ctx = 0;
+  lci::comp_t send_cq = lci::alloc_cq();
+  lci::comp_t recv_cq = lci::alloc_cq();
+
+  auto post_recv = [&] {
+    return lci::post_recv_x(0, in.data(), in.capacity(), tag, recv_cq)
+        .user_context(&recv_ctx)();
+  };
+  auto post_send = [&] {
+    // a 0-byte message needs no buffer
+    void* buf = size ? out.data() : nullptr;
+    lci::status_t s;
+    do {
+      s = lci::post_send_x(0, buf, size, tag, send_cq)
+              .user_context(&send_ctx)();
+      if (s.is_retry()) lci::progress();
+    } while (s.is_retry());
+    return s;
+  };
+
+  lci::status_t r, s;
+  if (recv_first) {
+    r = post_recv();
+    // nothing was sent yet: the receive must wait
+    ASSERT_TRUE(r.is_posted()) << r.error.get_str();
+    s = post_send();
+  } else {
+    s = post_send();
+    lci_test::progress_until_quiet();  // the message now waits unexpected
+    r = post_recv();
+    // the unexpected message completes the receive at once
+    ASSERT_TRUE(r.is_done()) << r.error.get_str();
+    expect_recv_status(r, in.data(), size, tag, &recv_ctx);
+  }
+  // eager and inject sends copy the buffer: done at once, with a status
+  ASSERT_TRUE(s.is_done()) << s.error.get_str();
+  EXPECT_EQ(s.rank, 0);
+  EXPECT_EQ(s.tag, tag);
+  EXPECT_EQ(s.size, size);
+  EXPECT_EQ(s.user_context, &send_ctx);
+
+  if (r.is_posted()) {
+    r = pop_wait(recv_cq);
+    ASSERT_TRUE(r.is_done()) << "the receive never completed";
+    expect_recv_status(r, in.data(), size, tag, &recv_ctx);
+  }
+  EXPECT_EQ(first_pattern_mismatch(in.data(), size, seed), -1);
+  EXPECT_TRUE(in.canary_intact()) << "bytes written past the message";
+
+  // done means: the completion objects are NOT signalled (and a posted
+  // receive is signalled exactly once)
+  lci_test::progress_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(lci::cq_pop(send_cq).is_retry()) << "a done send was signalled";
+  EXPECT_TRUE(lci::cq_pop(recv_cq).is_retry())
+      << "the receive was signalled more than once (or after done)";
+
+  lci::free_comp(&send_cq);
+  lci::free_comp(&recv_cq);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllSizes, SendRecvSize,
+    ::testing::Combine(::testing::ValuesIn(kAllKinds), ::testing::Bool()),
+    [](const ::testing::TestParamInfo<SendRecvSize::ParamType>& info) {
+      return std::string(kind_name(std::get<0>(info.param))) +
+             (std::get<1>(info.param) ? "_RecvFirst" : "_SendFirst");
+    });
+
+// ---------------------------------------------------------------------------
+// active messages for every size
+
+class ActiveMessageSize : public LciTest,
+                          public ::testing::WithParamInterface<size_kind_t>
+{
+};
+
+TEST_P(ActiveMessageSize, PayloadAndStatus)
+{
+  const size_t size = kind_size(GetParam());
+  const uint64_t seed = 500 + size;
+  std::vector<unsigned char> out(size + 1);
+  fill_pattern(out.data(), size, seed);
+
+  lci::comp_t target_cq = lci::alloc_cq();
+  lci::rcomp_t rcomp = lci::register_rcomp(target_cq);
+  lci::comp_t local_cq = lci::alloc_cq();
+  int ctx = 0;
+
+  lci::status_t s;
+  do {
+    s = lci::post_am_x(0, size ? out.data() : nullptr, size, local_cq, rcomp)
+            .tag(31)
+            .user_context(&ctx)();
+    if (s.is_retry()) lci::progress();
+  } while (s.is_retry());
+  ASSERT_TRUE(s.is_done()) << s.error.get_str();
+  EXPECT_EQ(s.size, size);
+  EXPECT_EQ(s.user_context, &ctx);
+  // the sender may reuse its buffer at once
+  std::fill(out.begin(), out.end(), 0);
+
+  lci::status_t t = pop_wait(target_cq);
+  ASSERT_TRUE(t.is_done()) << "the active message never arrived";
+  EXPECT_EQ(t.rank, 0);
+  EXPECT_EQ(t.tag, 31u);
+  EXPECT_EQ(t.size, size);
+  EXPECT_EQ(t.user_context, nullptr);  // the target gets no user_context
+  if (size > 0) {
+    ASSERT_NE(t.buffer, nullptr);
+    EXPECT_EQ(first_pattern_mismatch(t.buffer, size, seed), -1);
+  }
+  std::free(t.buffer);  // the receiver owns the buffer
+
+  lci_test::progress_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(lci::cq_pop(target_cq).is_retry()) << "delivered twice";
+  EXPECT_TRUE(lci::cq_pop(local_cq).is_retry()) << "a done send was signalled";
+
+  lci::deregister_rcomp(rcomp);
+  lci::free_comp(&target_cq);
+  lci::free_comp(&local_cq);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllSizes, ActiveMessageSize,
+                         ::testing::ValuesIn(kAllKinds),
+                         [](const ::testing::TestParamInfo<size_kind_t>& info) {
+                           return std::string(kind_name(info.param));
+                         });
+
+// ---------------------------------------------------------------------------
+// the done / posted / retry contract
+
+TEST_F(LciTest, AllowDoneFalseSignalsExactlyOnce)
+{
+  const size_t sizes[] = {8, lci::get_max_bcopy_size()};  // inject, eager
+  for (size_t size : sizes) {
+    SCOPED_TRACE(size);
+    std::vector<unsigned char> out(size), in(size);
+    fill_pattern(out.data(), size, size);
+    lci::comp_t cq = lci::alloc_cq();
+    int ctx = 0;
+    lci::status_t s = lci_test::post_retry([&] {
+      return lci::post_send_x(0, out.data(), size, 3, cq)
+          .allow_done(false)
+          .user_context(&ctx)();
+    });
+    ASSERT_TRUE(s.is_posted()) << s.error.get_str();
+    lci::status_t c = pop_wait(cq);
+    ASSERT_TRUE(c.is_done());
+    EXPECT_EQ(c.rank, 0);
+    EXPECT_EQ(c.tag, 3u);
+    EXPECT_EQ(c.size, size);
+    EXPECT_EQ(c.buffer, out.data());
+    EXPECT_EQ(c.user_context, &ctx);
+    lci_test::progress_for(std::chrono::milliseconds(50));
+    EXPECT_TRUE(lci::cq_pop(cq).is_retry()) << "signalled more than once";
+
+    // the unexpected receive with allow_done(false): posted + one signal
+    lci_test::progress_until_quiet();
+    int rctx = 0;
+    lci::status_t r = lci::post_recv_x(0, in.data(), size, 3, cq)
+                          .allow_done(false)
+                          .user_context(&rctx)();
+    ASSERT_TRUE(r.is_posted()) << r.error.get_str();
+    lci::status_t rc = pop_wait(cq);
+    expect_recv_status(rc, in.data(), size, 3, &rctx);
+    EXPECT_EQ(first_pattern_mismatch(in.data(), size, size), -1);
+    lci_test::progress_for(std::chrono::milliseconds(50));
+    EXPECT_TRUE(lci::cq_pop(cq).is_retry()) << "signalled more than once";
+    lci::free_comp(&cq);
+  }
+}
+
+TEST_F(LciTest, AllowDoneFalseActiveMessageAndSync)
+{
+  lci::comp_t target = lci::alloc_cq();
+  lci::rcomp_t rc = lci::register_rcomp(target);
+  lci::comp_t sync = lci::alloc_sync();
+  char msg[] = "hello";
+  lci::status_t s = lci_test::post_retry([&] {
+    return lci::post_am_x(0, msg, sizeof(msg), sync, rc).allow_done(false)();
+  });
+  ASSERT_TRUE(s.is_posted()) << s.error.get_str();
+  lci::status_t out;
+  lci::sync_wait(sync, &out);
+  EXPECT_EQ(out.size, sizeof(msg));
+  EXPECT_EQ(out.buffer, msg);
+  lci::status_t t = pop_wait(target);
+  ASSERT_TRUE(t.is_done());
+  EXPECT_STREQ(static_cast<char*>(t.buffer), "hello");
+  std::free(t.buffer);
+  EXPECT_FALSE(lci::sync_test(sync, nullptr)) << "signalled twice";
+  lci::deregister_rcomp(rc);
+  lci::free_comp(&sync);
+  lci::free_comp(&target);
+}
+
+TEST_F(LciTest, CompNullBlocksUntilComplete)
+{
+  const size_t size = 300;
+  std::vector<unsigned char> out(size), in(size);
+  fill_pattern(out.data(), size, 9);
+  // a blocking send returns done (never posted or retry)
+  lci::status_t s = lci::post_send(0, out.data(), size, 21, lci::COMP_NULL);
+  EXPECT_TRUE(s.is_done()) << s.error.get_str();
+  // a blocking receive of a message that is there returns done
+  lci::status_t r = lci::post_recv(0, in.data(), size, 21, lci::COMP_NULL);
+  ASSERT_TRUE(r.is_done()) << r.error.get_str();
+  expect_recv_status(r, in.data(), size, 21, nullptr);
+  EXPECT_EQ(first_pattern_mismatch(in.data(), size, 9), -1);
+
+  // a blocking receive posted before the send returns only once the message
+  // is there (the send comes from this thread, later)
+  std::vector<unsigned char> in2(size);
+  std::atomic<bool> returned{false};
+  lci::status_t r2;
+  int ctx = 0;
+  std::thread receiver([&] {
+    r2 = lci::post_recv_x(0, in2.data(), size, 22, lci::COMP_NULL)
+             .user_context(&ctx)();
+    returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(returned.load()) << "a blocking receive returned before the "
+                                   "message was sent";
+  fill_pattern(out.data(), size, 10);
+  s = lci::post_send(0, out.data(), size, 22, lci::COMP_NULL);
+  EXPECT_TRUE(s.is_done());
+  receiver.join();
+  EXPECT_TRUE(returned.load());
+  expect_recv_status(r2, in2.data(), size, 22, &ctx);
+  EXPECT_EQ(first_pattern_mismatch(in2.data(), size, 10), -1);
+
+  // allow_posted(false) also blocks, and does not signal the comp
+  lci::comp_t cq = lci::alloc_cq();
+  s = lci::post_send_x(0, out.data(), size, 23, cq).allow_posted(false)();
+  EXPECT_TRUE(s.is_done());
+  r = lci::post_recv_x(0, in.data(), size, 23, cq).allow_posted(false)();
+  EXPECT_TRUE(r.is_done());
+  EXPECT_EQ(first_pattern_mismatch(in.data(), size, 10), -1);
+  lci_test::progress_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(lci::cq_pop(cq).is_retry());
+  lci::free_comp(&cq);
+}
+
+// A pool of one packet: the second eager send finds it empty and must return
+// retry, without signalling anything, until progress gives the packet back.
+TEST_F(LciTest, RetryWhenPacketPoolIsEmpty)
+{
+  lci::packet_pool_t pool = lci::alloc_packet_pool_x().npackets(1)();
+  const size_t size = 1000;  // eager: needs a packet
+  ASSERT_GT(size, lci::get_g_runtime().get_attr_max_inject_size());
+  std::vector<unsigned char> a(size), b(size), in(size);
+  fill_pattern(a.data(), size, 1);
+  fill_pattern(b.data(), size, 2);
+  lci::comp_t cq = lci::alloc_cq();
+
+  // (the first send may also meet retry while the connection is set up)
+  lci::status_t s1 = lci_test::post_retry([&] {
+    return lci::post_send_x(0, a.data(), size, 1, cq).packet_pool(pool)();
+  });
+  ASSERT_TRUE(s1.is_done()) << s1.error.get_str();
+  lci::status_t s2 = lci::post_send_x(0, b.data(), size, 2, cq).packet_pool(pool)();
+  ASSERT_TRUE(s2.is_retry()) << s2.error.get_str();
+  EXPECT_EQ(s2.error.errorcode, lci::errorcode_t::retry_nopacket);
+  EXPECT_TRUE(lci::cq_pop(cq).is_retry()) << "a retried post signalled";
+
+  // COMP_NULL_RETRY behaves the same: done or retry, never blocks
+  lci::status_t s3 = lci::post_send_x(0, b.data(), size, 2, lci::COMP_NULL_RETRY)
+                         .packet_pool(pool)();
+  EXPECT_TRUE(s3.is_retry());
+
+  // retry after progress
+  int tries = 0;
+  do {
+    lci::progress();
+    s2 = lci::post_send_x(0, b.data(), size, 2, cq).packet_pool(pool)();
+    ++tries;
+  } while (s2.is_retry() && tries < 10000000);
+  ASSERT_TRUE(s2.is_done()) << s2.error.get_str();
+
+  // allow_retry(false): never returns retry even though the pool is empty
+  lci::status_t s4 = lci::post_send_x(0, a.data(), size, 4, cq)
+                         .packet_pool(pool)
+                         .allow_retry(false)();
+  EXPECT_FALSE(s4.is_retry()) << s4.error.get_str();
+  EXPECT_TRUE(s4.is_done() || s4.is_posted());
+  int expected_signals = s4.is_posted() ? 1 : 0;
+
+  // allow_retry(false) + allow_done(false): posted (possibly from the
+  // backlog), and the completion is signalled exactly once
+  lci::comp_t cq5 = lci::alloc_cq();
+  int ctx5 = 0;
+  lci::status_t s5 = lci::post_send_x(0, b.data(), size, 5, cq5)
+                         .packet_pool(pool)
+                         .allow_retry(false)
+                         .allow_done(false)
+                         .user_context(&ctx5)();
+  EXPECT_TRUE(s5.is_posted()) << s5.error.get_str();
+  // the buffer may be reused at once, even if the send was queued
+  std::vector<unsigned char> b_copy = b;
+  std::fill(b.begin(), b.end(), 0);
+  lci::status_t c5 = pop_wait(cq5);
+  ASSERT_TRUE(c5.is_done());
+  EXPECT_EQ(c5.tag, 5u);
+  EXPECT_EQ(c5.size, size);
+  EXPECT_EQ(c5.user_context, &ctx5);
+  lci_test::progress_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(lci::cq_pop(cq5).is_retry()) << "signalled more than once";
+  lci::free_comp(&cq5);
+  {
+    lci::status_t r = lci::post_recv(0, in.data(), size, 5, lci::COMP_NULL);
+    ASSERT_TRUE(r.is_done());
+    EXPECT_EQ(first_pattern_mismatch(in.data(), size, 2), -1);
+  }
+  b = b_copy;
+
+  for (lci::tag_t tag : {1, 2, 4}) {
+    lci::status_t r = lci::post_recv(0, in.data(), size, tag, lci::COMP_NULL);
+    ASSERT_TRUE(r.is_done());
+    EXPECT_EQ(first_pattern_mismatch(in.data(), size, tag == 2 ? 2 : 1), -1)
+        << "tag " << tag;
+  }
+  lci_test::progress_for(std::chrono::milliseconds(50));
+  int signals = 0;
+  while (!lci::cq_pop(cq).is_retry()) ++signals;
+  EXPECT_EQ(signals, expected_signals);
+
+  lci::free_comp(&cq);
+  lci::free_packet_pool(&pool);
+}
+
+TEST_F(LciTest, UnexpectedMessageCompletesReceiveImmediately)
+{
+  const size_t size = 40;
+  std::vector<unsigned char> out(size), in(size);
+  fill_pattern(out.data(), size, 40);
+  ASSERT_TRUE(lci_test::post_retry([&] {
+                return lci::post_send(0, out.data(), size, 40,
+                                      lci::COMP_NULL_RETRY);
+              }).is_done());
+  lci_test::progress_until_quiet();
+  lci::comp_t sync = lci::alloc_sync();
+  int ctx = 0;
+  lci::status_t r =
+      lci::post_recv_x(0, in.data(), size, 40, sync).user_context(&ctx)();
+  ASSERT_TRUE(r.is_done()) << r.error.get_str();
+  expect_recv_status(r, in.data(), size, 40, &ctx);
+  EXPECT_EQ(first_pattern_mismatch(in.data(), size, 40), -1);
+  EXPECT_FALSE(lci::sync_test(sync, nullptr))
+      << "a receive that returned done signalled its completion";
+  lci::free_comp(&sync);
+}
+
+TEST_F(LciTest, PostCommOutAndInAreSendAndRecv)
+{
+  const size_t size = 128;
+  std::vector<unsigned char> out(size), in(size);
+  lci::comp_t cq = lci::alloc_cq();
+  int rctx = 0, sctx = 0;
+  lci::status_t r = lci::post_comm_x(lci::direction_t::IN, 0, in.data(), size, cq)
+                        .tag(55)
+                        .user_context(&rctx)();
+  ASSERT_TRUE(r.is_posted());
+  fill_pattern(out.data(), size, 55);
+  lci::status_t s = lci_test::post_retry([&] {
+    return lci::post_comm_x(lci::direction_t::OUT, 0, out.data(), size, cq)
+        .tag(55)
+        .user_context(&sctx)();
+  });
+  ASSERT_TRUE(s.is_done()) << s.error.get_str();
+  EXPECT_EQ(s.user_context, &sctx);
+  r = pop_wait(cq);
+  expect_recv_status(r, in.data(), size, 55, &rctx);
+  EXPECT_EQ(first_pattern_mismatch(in.data(), size, 55), -1);
+
+  // post_comm OUT with a tag matches post_recv, post_send matches post_comm IN
+  fill_pattern(out.data(), size, 56);
+  ASSERT_TRUE(lci::post_comm_x(lci::direction_t::OUT, 0, out.data(), size,
+                               lci::COMP_NULL)
+                  .tag(56)()
+                  .is_done());
+  r = lci::post_recv(0, in.data(), size, 56, lci::COMP_NULL);
+  expect_recv_status(r, in.data(), size, 56, nullptr);
+  EXPECT_EQ(first_pattern_mismatch(in.data(), size, 56), -1);
+  fill_pattern(out.data(), size, 57);
+  ASSERT_TRUE(lci::post_send(0, out.data(), size, 57, lci::COMP_NULL).is_done());
+  r = lci::post_comm_x(lci::direction_t::IN, 0, in.data(), size,
+                       lci::COMP_NULL)
+          .tag(57)();
+  expect_recv_status(r, in.data(), size, 57, nullptr);
+  EXPECT_EQ(first_pattern_mismatch(in.data(), size, 57), -1);
+
+  // post_comm OUT with a remote completion is an active message
+  lci::comp_t target = lci::alloc_cq();
+  lci::rcomp_t rc = lci::register_rcomp(target);
+  fill_pattern(out.data(), size, 58);
+  ASSERT_TRUE(lci::post_comm_x(lci::direction_t::OUT, 0, out.data(), size,
+                               lci::COMP_NULL)
+                  .remote_comp(rc)
+                  .tag(58)()
+                  .is_done());
+  lci::status_t t = pop_wait(target);
+  ASSERT_TRUE(t.is_done());
+  EXPECT_EQ(t.tag, 58u);
+  EXPECT_EQ(t.size, size);
+  EXPECT_EQ(first_pattern_mismatch(t.buffer, size, 58), -1);
+  std::free(t.buffer);
+  lci::deregister_rcomp(rc);
+  lci::free_comp(&target);
+
+  lci_test::progress_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(lci::cq_pop(cq).is_retry());
+  lci::free_comp(&cq);
+}
+
+TEST_F(LciTest, TagsDistinguishMessages)
+{
+  const size_t size = 64;
+  const lci::tag_t tags[] = {1, 2, 3, 0, lci::get_g_runtime().get_attr_max_tag()};
+  for (lci::tag_t tag : tags) {
+    std::vector<unsigned char> out(size);
+    fill_pattern(out.data(), size, tag);
+    ASSERT_TRUE(lci::post_send(0, out.data(), size, tag, lci::COMP_NULL).is_done());
+  }
+  lci::comp_t cq = lci::alloc_cq();
+  // a receive for a tag nobody sent stays pending
+  std::vector<unsigned char> pending(size);
+  ASSERT_TRUE(lci::post_recv(0, pending.data(), size, 99, cq).is_posted());
+  // receive in reverse order: each gets its own payload
+  for (int i = 4; i >= 0; --i) {
+    std::vector<unsigned char> in(size);
+    lci::status_t r = lci::post_recv(0, in.data(), size, tags[i], cq);
+    if (r.is_posted()) r = pop_wait(cq);
+    ASSERT_TRUE(r.is_done());
+    EXPECT_EQ(r.tag, tags[i]);
+    EXPECT_EQ(first_pattern_mismatch(in.data(), size, tags[i]), -1)
+        << "tag " << tags[i] << " got another message's payload";
+  }
+  lci_test::progress_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(lci::cq_pop(cq).is_retry()) << "tag 99 matched something";
+  // the pending receive completes with the message for its tag
+  std::vector<unsigned char> out(size);
+  fill_pattern(out.data(), size, 99);
+  ASSERT_TRUE(lci::post_send(0, out.data(), size, 99, lci::COMP_NULL).is_done());
+  lci::status_t r = pop_wait(cq);
+  expect_recv_status(r, pending.data(), size, 99, nullptr);
+  EXPECT_EQ(first_pattern_mismatch(pending.data(), size, 99), -1);
+  lci::free_comp(&cq);
+}
+
+// Several messages with the same tag are each received once (in whatever
+// order), and a smaller message than the buffer reports its own size.
+TEST_F(LciTest, SameTagMessagesEachReceivedOnce)
+{
+  const int n = 20;
+  for (int i = 0; i < n; ++i) {
+    std::vector<unsigned char> out(i + 1, static_cast<unsigned char>(i));
+    ASSERT_TRUE(lci::post_send(0, out.data(), out.size(), 7, lci::COMP_NULL)
+                    .is_done());
+  }
+  std::vector<int> seen(n, 0);
+  for (int i = 0; i < n; ++i) {
+    std::vector<unsigned char> in(64, 0xff);
+    lci::status_t r = lci::post_recv(0, in.data(), in.size(), 7, lci::COMP_NULL);
+    ASSERT_TRUE(r.is_done());
+    ASSERT_GE(r.size, 1u);
+    ASSERT_LE(r.size, static_cast<size_t>(n));
+    int id = static_cast<int>(r.size) - 1;
+    for (size_t k = 0; k < r.size; ++k) ASSERT_EQ(in[k], id);
+    EXPECT_EQ(in[r.size], 0xff);
+    ++seen[id];
+  }
+  for (int i = 0; i < n; ++i) EXPECT_EQ(seen[i], 1) << "message " << i;
+}
+
+TEST_F(LciTest, WildcardReceivesMatchSendsOfTheSamePolicy)
+{
+  const size_t size = 16;
+  std::vector<unsigned char> out(size), in(size);
+  // ANY_TAG: the sender must use rank_only
+  fill_pattern(out.data(), size, 1);
+  ASSERT_TRUE(lci::post_send_x(0, out.data(), size, 1234, lci::COMP_NULL)
+                  .matching_policy(lci::matching_policy_t::rank_only)()
+                  .is_done());
+  lci::status_t r = lci::post_recv(0, in.data(), size, lci::ANY_TAG, lci::COMP_NULL);
+  expect_recv_status(r, in.data(), size, 1234, nullptr);
+  EXPECT_EQ(first_pattern_mismatch(in.data(), size, 1), -1);
+  // ANY_SOURCE: tag_only
+  fill_pattern(out.data(), size, 2);
+  ASSERT_TRUE(lci::post_send_x(0, out.data(), size, 77, lci::COMP_NULL)
+                  .matching_policy(lci::matching_policy_t::tag_only)()
+                  .is_done());
+  r = lci::post_recv(lci::ANY_SOURCE, in.data(), size, 77, lci::COMP_NULL);
+  expect_recv_status(r, in.data(), size, 77, nullptr);
+  EXPECT_EQ(first_pattern_mismatch(in.data(), size, 2), -1);
+  // both wildcards: none
+  fill_pattern(out.data(), size, 3);
+  ASSERT_TRUE(lci::post_send_x(0, out.data(), size, 5, lci::COMP_NULL)
+                  .matching_policy(lci::matching_policy_t::none)()
+                  .is_done());
+  r = lci::post_recv(lci::ANY_SOURCE, in.data(), size, lci::ANY_TAG,
+                     lci::COMP_NULL);
+  expect_recv_status(r, in.data(), size, 5, nullptr);
+  EXPECT_EQ(first_pattern_mismatch(in.data(), size, 3), -1);
+
+  // a rank_tag send does not match an ANY_TAG receive
+  lci::comp_t cq = lci::alloc_cq();
+  std::vector<unsigned char> in2(size);
+  ASSERT_TRUE(lci::post_recv(0, in2.data(), size, lci::ANY_TAG, cq).is_posted());
+  fill_pattern(out.data(), size, 4);
+  ASSERT_TRUE(lci::post_send(0, out.data(), size, 6, lci::COMP_NULL).is_done());
+  lci_test::progress_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(lci::cq_pop(cq).is_retry());
+  r = lci::post_recv(0, in.data(), size, 6, lci::COMP_NULL);
+  expect_recv_status(r, in.data(), size, 6, nullptr);
+  // now satisfy the wildcard receive
+  ASSERT_TRUE(lci::post_send_x(0, out.data(), size, 8, lci::COMP_NULL)
+                  .matching_policy(lci::matching_policy_t::rank_only)()
+                  .is_done());
+  r = pop_wait(cq);
+  expect_recv_status(r, in2.data(), size, 8, nullptr);
+  lci::free_comp(&cq);
+}
+
+TEST_F(LciTest, MatchingEnginesAreSeparate)
+{
+  lci::matching_engine_t me = lci::alloc_matching_engine();
+  const size_t size = 24;
+  std::vector<unsigned char> out(size), in(size);
+  lci::comp_t cq = lci::alloc_cq();
+  // a receive on the default engine does not see a send to `me`
+  std::vector<unsigned char> in_default(size);
+  ASSERT_TRUE(lci::post_recv(0, in_default.data(), size, 3, cq).is_posted());
+  fill_pattern(out.data(), size, 3);
+  ASSERT_TRUE(lci::post_send_x(0, out.data(), size, 3, lci::COMP_NULL)
+                  .matching_engine(me)()
+                  .is_done());
+  lci_test::progress_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(lci::cq_pop(cq).is_retry());
+  lci::status_t r = lci::post_recv_x(0, in.data(), size, 3, lci::COMP_NULL)
+                        .matching_engine(me)();
+  expect_recv_status(r, in.data(), size, 3, nullptr);
+  EXPECT_EQ(first_pattern_mismatch(in.data(), size, 3), -1);
+  // and the default-engine send completes the default-engine receive
+  fill_pattern(out.data(), size, 4);
+  ASSERT_TRUE(lci::post_send(0, out.data(), size, 3, lci::COMP_NULL).is_done());
+  r = pop_wait(cq);
+  expect_recv_status(r, in_default.data(), size, 3, nullptr);
+  EXPECT_EQ(first_pattern_mismatch(in_default.data(), size, 4), -1);
+  lci::free_comp(&cq);
+  lci::free_matching_engine(&me);
+}
+
+TEST_F(LciTest, ProgressReportsWhetherItDidWork)
+{
+  lci_test::progress_until_quiet();
+  // nothing in flight: no work
+  EXPECT_TRUE(lci::progress().is_retry());
+  // a message to self gives progress something to do
+  char c = 'p';
+  ASSERT_TRUE(lci_test::post_retry([&] {
+                return lci::post_send(0, &c, 1, 12, lci::COMP_NULL_RETRY);
+              }).is_done());
+  bool worked = lci_test::progress_until([] {
+    return lci::progress().is_done();
+  });
+  EXPECT_TRUE(worked) << "progress never reported the arriving message";
+  lci_test::progress_until_quiet();
+  EXPECT_TRUE(lci::progress().is_retry());
+  char in = 0;
+  lci::status_t r = lci::post_recv(0, &in, 1, 12, lci::COMP_NULL);
+  ASSERT_TRUE(r.is_done());
+  EXPECT_EQ(in, 'p');
+}
+
+// ---------------------------------------------------------------------------
+// remote completions
+
+std::atomic<int> g_handler_calls{0};
+std::atomic<uint64_t> g_handler_bad{0};
+std::mutex g_handler_mu;
+std::vector<lci::tag_t> g_handler_tags;
+
+void am_handler(lci::status_t s)
+{
+  // the payload of message `tag` is tag + 1 bytes of pattern `tag`
+  if (s.rank != 0 || s.size != s.tag + 1 || s.user_context != nullptr ||
+      first_pattern_mismatch(s.buffer, s.size, s.tag) != -1)
+    g_handler_bad.fetch_add(1);
+  {
+    std::lock_guard<std::mutex> g(g_handler_mu);
+    g_handler_tags.push_back(s.tag);
+  }
+  std::free(s.buffer);
+  g_handler_calls.fetch_add(1);
+}
+
+TEST_F(LciTest, ActiveMessagesToHandler)
+{
+  g_handler_calls = 0;
+  g_handler_bad = 0;
+  g_handler_tags.clear();
+  lci::comp_t handler = lci::alloc_handler(am_handler);
+  lci::rcomp_t rc = lci::register_rcomp(handler);
+  const int n = 50;
+  for (int i = 0; i < n; ++i) {
+    std::vector<unsigned char> out(i + 1);
+    fill_pattern(out.data(), out.size(), i);
+    lci::status_t s;
+    do {
+      s = lci::post_am_x(0, out.data(), out.size(), lci::COMP_NULL_RETRY, rc)
+              .tag(i)();
+      if (s.is_retry()) lci::progress();
+    } while (s.is_retry());
+    ASSERT_TRUE(s.is_done());
+  }
+  ASSERT_TRUE(lci_test::progress_until([] { return g_handler_calls >= n; }));
+  lci_test::progress_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(g_handler_calls.load(), n);
+  EXPECT_EQ(g_handler_bad.load(), 0u);
+  std::vector<lci::tag_t> tags = g_handler_tags;
+  std::sort(tags.begin(), tags.end());
+  ASSERT_EQ(tags.size(), static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) EXPECT_EQ(tags[i], static_cast<lci::tag_t>(i));
+  lci::deregister_rcomp(rc);
+  lci::free_comp(&handler);
+}
+
+TEST_F(LciTest, ActiveMessagesToSynchronizer)
+{
+  const int n = 5;
+  lci::comp_t sync = lci::alloc_sync_x().threshold(n)();
+  lci::rcomp_t rc = lci::register_rcomp(sync);
+  auto send = [&](int i) {
+    std::vector<unsigned char> out(10 * (i + 1));
+    fill_pattern(out.data(), out.size(), i);
+    ASSERT_TRUE(lci::post_am_x(0, out.data(), out.size(), lci::COMP_NULL, rc)
+                    .tag(i)()
+                    .is_done());
+  };
+  for (int i = 0; i < n - 1; ++i) send(i);
+  lci_test::progress_until_quiet();
+  EXPECT_FALSE(lci::sync_test(sync, nullptr)) << "ready before threshold";
+  send(n - 1);
+  std::vector<lci::status_t> st(n);
+  lci::sync_wait(sync, st.data());
+  std::vector<int> seen(n, 0);
+  for (const lci::status_t& s : st) {
+    ASSERT_LT(s.tag, static_cast<lci::tag_t>(n));
+    int i = static_cast<int>(s.tag);
+    ++seen[i];
+    EXPECT_EQ(s.size, 10u * (i + 1));
+    EXPECT_EQ(first_pattern_mismatch(s.buffer, s.size, i), -1);
+    std::free(s.buffer);
+  }
+  for (int i = 0; i < n; ++i) EXPECT_EQ(seen[i], 1);
+  EXPECT_FALSE(lci::sync_test(sync, nullptr)) << "not re-armed";
+  lci::deregister_rcomp(rc);
+  lci::free_comp(&sync);
+}
+
+TEST_F(LciTest, RemoteCompHandlesAreDistinct)
+{
+  lci::comp_t a = lci::alloc_cq(), b = lci::alloc_cq();
+  lci::rcomp_t ra = lci::register_rcomp(a);
+  lci::rcomp_t rb = lci::register_rcomp(b);
+  EXPECT_NE(ra, rb);
+  EXPECT_NE(ra, lci::RCOMP_NULL);
+  char x = 'a', y = 'b';
+  ASSERT_TRUE(lci::post_am(0, &y, 1, lci::COMP_NULL, rb).is_done());
+  ASSERT_TRUE(lci::post_am(0, &x, 1, lci::COMP_NULL, ra).is_done());
+  lci::status_t sa = pop_wait(a), sb = pop_wait(b);
+  ASSERT_TRUE(sa.is_done());
+  ASSERT_TRUE(sb.is_done());
+  EXPECT_EQ(*static_cast<char*>(sa.buffer), 'a');
+  EXPECT_EQ(*static_cast<char*>(sb.buffer), 'b');
+  std::free(sa.buffer);
+  std::free(sb.buffer);
+  lci::deregister_rcomp(ra);
+  // b still works after a was deregistered
+  ASSERT_TRUE(lci::post_am(0, &y, 1, lci::COMP_NULL, rb).is_done());
+  sb = pop_wait(b);
+  ASSERT_TRUE(sb.is_done());
+  std::free(sb.buffer);
+  lci::deregister_rcomp(rb);
+  lci::free_comp(&a);
+  lci::free_comp(&b);
+}
+
+// ---------------------------------------------------------------------------
+// a user-defined completion object
+
+class recording_comp_t : public lci::comp_impl_t
+{
+ public:
+  void signal(lci::status_t s) override
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    statuses_.push_back(s);
+  }
+  std::vector<lci::status_t> take()
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    std::vector<lci::status_t> out;
+    out.swap(statuses_);
+    return out;
+  }
+  size_t count()
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    return statuses_.size();
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<lci::status_t> statuses_;
+};
+
+TEST_F(LciTest, UserDefinedCompletionObject)
+{
+  recording_comp_t rec;
+  lci::comp_t comp(&rec);
+  EXPECT_EQ(comp.get_impl(), &rec);
+  const size_t size = 200;
+  std::vector<unsigned char> out(size), in(size);
+  fill_pattern(out.data(), size, 8);
+  int rctx = 0, sctx = 0;
+
+  // a posted receive signals the user object
+  ASSERT_TRUE(lci::post_recv_x(0, in.data(), size, 8, comp)
+                  .user_context(&rctx)()
+                  .is_posted());
+  // a send with allow_done(false) signals it too
+  ASSERT_TRUE(lci_test::post_retry([&] {
+                return lci::post_send_x(0, out.data(), size, 8, comp)
+                    .allow_done(false)
+                    .user_context(&sctx)();
+              }).is_posted());
+  ASSERT_TRUE(lci_test::progress_until([&] { return rec.count() >= 2; }));
+  lci_test::progress_for(std::chrono::milliseconds(50));
+  std::vector<lci::status_t> st = rec.take();
+  ASSERT_EQ(st.size(), 2u);
+  int recvs = 0, sends = 0;
+  for (const lci::status_t& s : st) {
+    EXPECT_TRUE(s.is_done());
+    if (s.user_context == &rctx) {
+      ++recvs;
+      expect_recv_status(s, in.data(), size, 8, &rctx);
+    } else if (s.user_context == &sctx) {
+      ++sends;
+      EXPECT_EQ(s.buffer, out.data());
+      EXPECT_EQ(s.size, size);
+    }
+  }
+  EXPECT_EQ(recvs, 1);
+  EXPECT_EQ(sends, 1);
+  EXPECT_EQ(first_pattern_mismatch(in.data(), size, 8), -1);
+
+  // as a remote completion, and through comp_signal
+  lci::rcomp_t rc = lci::register_rcomp(comp);
+  ASSERT_TRUE(lci::post_am(0, out.data(), 10, lci::COMP_NULL, rc).is_done());
+  ASSERT_TRUE(lci_test::progress_until([&] { return rec.count() >= 1; }));
+  st = rec.take();
+  ASSERT_EQ(st.size(), 1u);
+  EXPECT_EQ(st[0].size, 10u);
+  EXPECT_EQ(first_pattern_mismatch(st[0].buffer, 10, 8), -1);
+  std::free(st[0].buffer);
+  lci::deregister_rcomp(rc);
+
+  lci::status_t mine;
+  mine.tag = 1234;
+  lci::comp_signal(comp, mine);
+  st = rec.take();
+  ASSERT_EQ(st.size(), 1u);
+  EXPECT_EQ(st[0].tag, 1234u);
+}
+
+}  // namespace
