@@ -49,8 +49,9 @@ int main(int argc, char** argv)
       char sink[8];
       long bad = 0;
       for (long i = 0; i + 4 <= ops; i += 4) {
-        auto k = engine_t::make_key(t, static_cast<lci::tag_t>((i >> 2) & (kTags - 1)),
-                                    lci::matching_policy_t::rank_tag);
+        auto k = engine_t::make_key(
+            t, static_cast<lci::tag_t>((i >> 2) & (kTags - 1)),
+            lci::matching_policy_t::rank_tag);
         for (int j = 0; j < 4; ++j)
           if (me.insert(k, &sink[j], type_t::send)) ++bad;
         for (int j = 0; j < 4; ++j)
@@ -61,7 +62,8 @@ int main(int argc, char** argv)
     bench::report("matching_engine", "burst4", n, o.ops, mops);
   }
   if (failures) {
-    std::fprintf(stderr, "bench_matching_engine: %ld wrong matches\n", failures);
+    std::fprintf(stderr, "bench_matching_engine: %ld wrong matches\n",
+                 failures);
     return 1;
   }
   return 0;

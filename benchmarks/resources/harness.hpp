@@ -21,7 +21,8 @@
 #include <thread>
 #include <vector>
 
-namespace bench {
+namespace bench
+{
 
 struct options_t {
   std::vector<int> threads = {1, 2, 4, 8};
@@ -37,7 +38,8 @@ inline options_t parse(int argc, char** argv, const char* what)
     std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) {
       o.threads.clear();
-      for (char* s = std::strtok(argv[++i], ","); s; s = std::strtok(nullptr, ","))
+      for (char* s = std::strtok(argv[++i], ","); s;
+           s = std::strtok(nullptr, ","))
         o.threads.push_back(std::atoi(s));
     } else if (a == "--ops" && i + 1 < argc) {
       o.ops = std::atol(argv[++i]);
@@ -96,10 +98,11 @@ inline std::vector<double> measure(const options_t& o, int nthreads,
     auto t0 = std::chrono::steady_clock::now();
     go.store(true);
     for (auto& th : ts) th.join();
-    double secs = std::chrono::duration<double>(
-                      std::chrono::steady_clock::now() - t0)
-                      .count();
-    if (run >= 0) mops.push_back(static_cast<double>(o.ops) * nthreads / secs / 1e6);
+    double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    if (run >= 0)
+      mops.push_back(static_cast<double>(o.ops) * nthreads / secs / 1e6);
   }
   return mops;
 }

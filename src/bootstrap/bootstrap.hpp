@@ -11,9 +11,11 @@
 #include <memory>
 #include <string>
 
-namespace lci::bootstrap {
+namespace lci::bootstrap
+{
 
-class backend_t {
+class backend_t
+{
  public:
   virtual ~backend_t() = default;
   virtual const char* name() const = 0;

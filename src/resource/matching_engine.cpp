@@ -76,7 +76,8 @@ matching_engine_impl_t::matching_engine_impl_t(const matching_engine_attr_t& a)
                       " must be a power of two");
   const size_t per = sizeof(bucket_t) + sizeof(ext_t);
   if (n > (SIZE_MAX - 64) / per)
-    util::throw_fatal("alloc_matching_engine: num_buckets ", n, " is too large");
+    util::throw_fatal("alloc_matching_engine: num_buckets ", n,
+                      " is too large");
   // calloc: large tables come zeroed from the kernel, so the pages of
   // buckets never used are never touched; a zero bucket is empty.
   table_mem_ = std::calloc(1, n * per + 64);
@@ -102,8 +103,7 @@ uint32_t matching_engine_impl_t::lock_bucket(bucket_t& b)
   for (;;) {
     uint32_t w = b.word.load(std::memory_order_relaxed);
     if (!(w & kLocked) &&
-        b.word.compare_exchange_weak(w, w | kLocked,
-                                     std::memory_order_acquire,
+        b.word.compare_exchange_weak(w, w | kLocked, std::memory_order_acquire,
                                      std::memory_order_relaxed))
       return w | kLocked;
     // The holder may be descheduled (more threads than cores): after a

@@ -205,9 +205,9 @@ packet_pool_impl_t::deque_t* packet_pool_impl_t::register_thread()
       if (!d) {
         owned_.reserve(owned_.size() + 1);
         auto fresh = std::make_unique<deque_t>(
-            attr.npackets,
-            (hot_.id * 0x9E3779B97F4A7C15ull +
-             owned_.size() * 0xBF58476D1CE4E5B9ull) | 1);
+            attr.npackets, (hot_.id * 0x9E3779B97F4A7C15ull +
+                            owned_.size() * 0xBF58476D1CE4E5B9ull) |
+                               1);
         d = fresh.get();
         deques_.push_back(d);  // may throw: fresh is freed
         owned_.push_back(std::move(fresh));
@@ -292,7 +292,8 @@ void packet_pool_impl_t::put(packet_t* p)
   d->q.lock();
   d->q.push_tail(p);
   size_t n = d->q.size();
-  if (__builtin_expect(n > pool->hot_.threshold.load(std::memory_order_relaxed), 0))
+  if (__builtin_expect(n > pool->hot_.threshold.load(std::memory_order_relaxed),
+                       0))
     pool->flush(d, n);
   d->q.unlock();
 }

@@ -129,12 +129,18 @@ class packet_pool_impl_t
   void reclaim_recvs(const void* owner);
   size_t count_free() const;
   // Overflow threshold of a deque (see above); for tests and benchmarks.
-  size_t threshold() const { return hot_.threshold.load(std::memory_order_relaxed); }
+  size_t threshold() const
+  {
+    return hot_.threshold.load(std::memory_order_relaxed);
+  }
   // Packets in the calling thread's deque (registering it if needed); for
   // tests.
   size_t count_local();
   // Number of deques ever registered, the shared one included.
-  size_t count_deques() const { return ndeques_.load(std::memory_order_acquire); }
+  size_t count_deques() const
+  {
+    return ndeques_.load(std::memory_order_acquire);
+  }
 
   packet_pool_attr_t attr;
   // devices whose receives this pool supplies; it cannot be freed before them

@@ -6,8 +6,9 @@
 int main()
 {
   lci::post_send_x send(0, nullptr, 0, 1, lci::COMP_NULL);
-  send.allow_done(false).device(lci::device_t()).matching_policy(
-      lci::matching_policy_t::rank_only);
+  send.allow_done(false)
+      .device(lci::device_t())
+      .matching_policy(lci::matching_policy_t::rank_only);
   lci::post_am_x am(0, nullptr, 0, lci::COMP_NULL, 0);
   am.tag(3).allow_retry(false);
   lci::alloc_device_x dev;

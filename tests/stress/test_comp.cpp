@@ -16,7 +16,6 @@
 
 #include "comp/cq.hpp"
 #include "comp/graph.hpp"
-
 #include "comp/sync.hpp"
 #include "lci.hpp"
 

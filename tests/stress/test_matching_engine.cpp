@@ -161,14 +161,18 @@ TEST(MatchingEngine, PoliciesIgnoreUnusedFields)
 {
   engine_t me(attr_with(64));
   using P = matching_policy_t;
-  EXPECT_EQ(me.insert(engine_t::make_key(4, 1, P::rank_only), V(1), type_t::send),
-            nullptr);
-  EXPECT_EQ(me.insert(engine_t::make_key(4, 2, P::rank_only), V(2), type_t::recv),
-            V(1));
-  EXPECT_EQ(me.insert(engine_t::make_key(1, 8, P::tag_only), V(3), type_t::send),
-            nullptr);
-  EXPECT_EQ(me.insert(engine_t::make_key(2, 8, P::tag_only), V(4), type_t::recv),
-            V(3));
+  EXPECT_EQ(
+      me.insert(engine_t::make_key(4, 1, P::rank_only), V(1), type_t::send),
+      nullptr);
+  EXPECT_EQ(
+      me.insert(engine_t::make_key(4, 2, P::rank_only), V(2), type_t::recv),
+      V(1));
+  EXPECT_EQ(
+      me.insert(engine_t::make_key(1, 8, P::tag_only), V(3), type_t::send),
+      nullptr);
+  EXPECT_EQ(
+      me.insert(engine_t::make_key(2, 8, P::tag_only), V(4), type_t::recv),
+      V(3));
   EXPECT_EQ(me.insert(engine_t::make_key(1, 8, P::none), V(5), type_t::recv),
             nullptr);
   EXPECT_EQ(me.insert(engine_t::make_key(6, 9, P::none), V(6), type_t::send),
@@ -189,7 +193,8 @@ TEST(MatchingEngine, CollidingKeysAgainstModel)
     keys.push_back(engine_t::make_key(2, 0, matching_policy_t::rank_only));
     keys.push_back(engine_t::make_key(0, 2, matching_policy_t::tag_only));
     keys.push_back(engine_t::make_key(0, 0, matching_policy_t::none));
-    std::map<std::pair<uint64_t, int32_t>, std::deque<std::pair<uintptr_t, type_t>>>
+    std::map<std::pair<uint64_t, int32_t>,
+             std::deque<std::pair<uintptr_t, type_t>>>
         model;
     std::mt19937_64 rng(12345 + nb);
     uintptr_t next = 1;
@@ -211,8 +216,8 @@ TEST(MatchingEngine, CollidingKeysAgainstModel)
           ASSERT_FALSE(me.remove(k, V(next + 1000000), type_t::recv));
         } else {
           size_t at = rng() % q.size();
-          type_t other = q[at].second == type_t::send ? type_t::recv
-                                                       : type_t::send;
+          type_t other =
+              q[at].second == type_t::send ? type_t::recv : type_t::send;
           ASSERT_FALSE(me.remove(k, V(q[at].first), other));
           ASSERT_TRUE(me.remove(k, V(q[at].first), q[at].second))
               << "step " << step;
@@ -240,7 +245,8 @@ TEST(MatchingEngine, CollidingKeysAgainstModel)
     }
     auto left = drain(me);
     ASSERT_EQ(left.size(), waiting);
-    std::map<std::pair<uint64_t, int32_t>, std::deque<std::pair<uintptr_t, type_t>>>
+    std::map<std::pair<uint64_t, int32_t>,
+             std::deque<std::pair<uintptr_t, type_t>>>
         seen;
     for (auto& e : left) {
       auto it = key_of.find(U(e.first));
@@ -480,8 +486,8 @@ TEST(MatchingEngineThreads, SharedKeysEveryValueMatchedOnce)
     for (auto& th : ts) th.join();
     EXPECT_EQ(errors.load(), 0) << nb << " buckets";
     auto left = drain(me);
-    EXPECT_TRUE(left.empty()) << left.size() << " entries left, " << nb
-                              << " buckets";
+    EXPECT_TRUE(left.empty())
+        << left.size() << " entries left, " << nb << " buckets";
     size_t unmatched = 0;
     for (auto& m : ledger.marks)
       if (m.load() != 1) ++unmatched;

@@ -284,7 +284,8 @@ TEST(PacketPoolThreads, ProducerConsumerPairs)
       }
       errors += nerr;
       size_t cur = max_consumer_deque.load();
-      while (worst > cur && !max_consumer_deque.compare_exchange_weak(cur, worst)) {
+      while (worst > cur &&
+             !max_consumer_deque.compare_exchange_weak(cur, worst)) {
       }
     });
   }

@@ -220,10 +220,10 @@ inline void expect_sendrecv_works(lci::runtime_t runtime = lci::runtime_t(),
             .device(device)();
   } while (s.is_retry());
   EXPECT_TRUE(s.is_done()) << s.error.get_str();
-  lci::status_t r = lci::post_recv_x(0, in.data(), in.size(), tag,
-                                     lci::COMP_NULL)
-                        .runtime(runtime)
-                        .device(device)();
+  lci::status_t r =
+      lci::post_recv_x(0, in.data(), in.size(), tag, lci::COMP_NULL)
+          .runtime(runtime)
+          .device(device)();
   ASSERT_TRUE(r.is_done()) << r.error.get_str();
   EXPECT_EQ(r.size, size);
   EXPECT_EQ(r.tag, tag);

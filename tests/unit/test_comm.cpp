@@ -10,8 +10,8 @@
 namespace
 {
 
-using lci_test::first_pattern_mismatch;
 using lci_test::fill_pattern;
+using lci_test::first_pattern_mismatch;
 using lci_test::LciTest;
 using lci_test::pop_wait;
 using ::testing::HasSubstr;
@@ -59,10 +59,9 @@ size_t kind_size(size_kind_t k)
   return 0;
 }
 
-const size_kind_t kAllKinds[] = {size_kind_t::zero,   size_kind_t::one,
-                                 size_kind_t::eight,  size_kind_t::inject,
-                                 size_kind_t::inject_plus_1,
-                                 size_kind_t::eager};
+const size_kind_t kAllKinds[] = {
+    size_kind_t::zero,   size_kind_t::one,           size_kind_t::eight,
+    size_kind_t::inject, size_kind_t::inject_plus_1, size_kind_t::eager};
 
 // A receive buffer with a canary area behind the payload.
 struct recv_buffer_t {
@@ -377,14 +376,16 @@ TEST_F(LciTest, RetryWhenPacketPoolIsEmpty)
     return lci::post_send_x(0, a.data(), size, 1, cq).packet_pool(pool)();
   });
   ASSERT_TRUE(s1.is_done()) << s1.error.get_str();
-  lci::status_t s2 = lci::post_send_x(0, b.data(), size, 2, cq).packet_pool(pool)();
+  lci::status_t s2 =
+      lci::post_send_x(0, b.data(), size, 2, cq).packet_pool(pool)();
   ASSERT_TRUE(s2.is_retry()) << s2.error.get_str();
   EXPECT_EQ(s2.error.errorcode, lci::errorcode_t::retry_nopacket);
   EXPECT_TRUE(lci::cq_pop(cq).is_retry()) << "a retried post signalled";
 
   // COMP_NULL_RETRY behaves the same: done or retry, never blocks
-  lci::status_t s3 = lci::post_send_x(0, b.data(), size, 2, lci::COMP_NULL_RETRY)
-                         .packet_pool(pool)();
+  lci::status_t s3 =
+      lci::post_send_x(0, b.data(), size, 2, lci::COMP_NULL_RETRY)
+          .packet_pool(pool)();
   EXPECT_TRUE(s3.is_retry());
 
   // retry after progress
@@ -475,9 +476,10 @@ TEST_F(LciTest, PostCommOutAndInAreSendAndRecv)
   std::vector<unsigned char> out(size), in(size);
   lci::comp_t cq = lci::alloc_cq();
   int rctx = 0, sctx = 0;
-  lci::status_t r = lci::post_comm_x(lci::direction_t::IN, 0, in.data(), size, cq)
-                        .tag(55)
-                        .user_context(&rctx)();
+  lci::status_t r =
+      lci::post_comm_x(lci::direction_t::IN, 0, in.data(), size, cq)
+          .tag(55)
+          .user_context(&rctx)();
   ASSERT_TRUE(r.is_posted());
   fill_pattern(out.data(), size, 55);
   lci::status_t s = lci_test::post_retry([&] {
@@ -501,9 +503,9 @@ TEST_F(LciTest, PostCommOutAndInAreSendAndRecv)
   expect_recv_status(r, in.data(), size, 56, nullptr);
   EXPECT_EQ(first_pattern_mismatch(in.data(), size, 56), -1);
   fill_pattern(out.data(), size, 57);
-  ASSERT_TRUE(lci::post_send(0, out.data(), size, 57, lci::COMP_NULL).is_done());
-  r = lci::post_comm_x(lci::direction_t::IN, 0, in.data(), size,
-                       lci::COMP_NULL)
+  ASSERT_TRUE(
+      lci::post_send(0, out.data(), size, 57, lci::COMP_NULL).is_done());
+  r = lci::post_comm_x(lci::direction_t::IN, 0, in.data(), size, lci::COMP_NULL)
           .tag(57)();
   expect_recv_status(r, in.data(), size, 57, nullptr);
   EXPECT_EQ(first_pattern_mismatch(in.data(), size, 57), -1);
@@ -534,11 +536,13 @@ TEST_F(LciTest, PostCommOutAndInAreSendAndRecv)
 TEST_F(LciTest, TagsDistinguishMessages)
 {
   const size_t size = 64;
-  const lci::tag_t tags[] = {1, 2, 3, 0, lci::get_g_runtime().get_attr_max_tag()};
+  const lci::tag_t tags[] = {1, 2, 3, 0,
+                             lci::get_g_runtime().get_attr_max_tag()};
   for (lci::tag_t tag : tags) {
     std::vector<unsigned char> out(size);
     fill_pattern(out.data(), size, tag);
-    ASSERT_TRUE(lci::post_send(0, out.data(), size, tag, lci::COMP_NULL).is_done());
+    ASSERT_TRUE(
+        lci::post_send(0, out.data(), size, tag, lci::COMP_NULL).is_done());
   }
   lci::comp_t cq = lci::alloc_cq();
   // a receive for a tag nobody sent stays pending
@@ -559,7 +563,8 @@ TEST_F(LciTest, TagsDistinguishMessages)
   // the pending receive completes with the message for its tag
   std::vector<unsigned char> out(size);
   fill_pattern(out.data(), size, 99);
-  ASSERT_TRUE(lci::post_send(0, out.data(), size, 99, lci::COMP_NULL).is_done());
+  ASSERT_TRUE(
+      lci::post_send(0, out.data(), size, 99, lci::COMP_NULL).is_done());
   lci::status_t r = pop_wait(cq);
   expect_recv_status(r, pending.data(), size, 99, nullptr);
   EXPECT_EQ(first_pattern_mismatch(pending.data(), size, 99), -1);
@@ -573,13 +578,14 @@ TEST_F(LciTest, SameTagMessagesEachReceivedOnce)
   const int n = 20;
   for (int i = 0; i < n; ++i) {
     std::vector<unsigned char> out(i + 1, static_cast<unsigned char>(i));
-    ASSERT_TRUE(lci::post_send(0, out.data(), out.size(), 7, lci::COMP_NULL)
-                    .is_done());
+    ASSERT_TRUE(
+        lci::post_send(0, out.data(), out.size(), 7, lci::COMP_NULL).is_done());
   }
   std::vector<int> seen(n, 0);
   for (int i = 0; i < n; ++i) {
     std::vector<unsigned char> in(64, 0xff);
-    lci::status_t r = lci::post_recv(0, in.data(), in.size(), 7, lci::COMP_NULL);
+    lci::status_t r =
+        lci::post_recv(0, in.data(), in.size(), 7, lci::COMP_NULL);
     ASSERT_TRUE(r.is_done());
     ASSERT_GE(r.size, 1u);
     ASSERT_LE(r.size, static_cast<size_t>(n));
@@ -600,7 +606,8 @@ TEST_F(LciTest, WildcardReceivesMatchSendsOfTheSamePolicy)
   ASSERT_TRUE(lci::post_send_x(0, out.data(), size, 1234, lci::COMP_NULL)
                   .matching_policy(lci::matching_policy_t::rank_only)()
                   .is_done());
-  lci::status_t r = lci::post_recv(0, in.data(), size, lci::ANY_TAG, lci::COMP_NULL);
+  lci::status_t r =
+      lci::post_recv(0, in.data(), size, lci::ANY_TAG, lci::COMP_NULL);
   expect_recv_status(r, in.data(), size, 1234, nullptr);
   EXPECT_EQ(first_pattern_mismatch(in.data(), size, 1), -1);
   // ANY_SOURCE: tag_only
@@ -624,7 +631,8 @@ TEST_F(LciTest, WildcardReceivesMatchSendsOfTheSamePolicy)
   // a rank_tag send does not match an ANY_TAG receive
   lci::comp_t cq = lci::alloc_cq();
   std::vector<unsigned char> in2(size);
-  ASSERT_TRUE(lci::post_recv(0, in2.data(), size, lci::ANY_TAG, cq).is_posted());
+  ASSERT_TRUE(
+      lci::post_recv(0, in2.data(), size, lci::ANY_TAG, cq).is_posted());
   fill_pattern(out.data(), size, 4);
   ASSERT_TRUE(lci::post_send(0, out.data(), size, 6, lci::COMP_NULL).is_done());
   lci_test::progress_for(std::chrono::milliseconds(100));
@@ -679,9 +687,8 @@ TEST_F(LciTest, ProgressReportsWhetherItDidWork)
   ASSERT_TRUE(lci_test::post_retry([&] {
                 return lci::post_send(0, &c, 1, 12, lci::COMP_NULL_RETRY);
               }).is_done());
-  bool worked = lci_test::progress_until([] {
-    return lci::progress().is_done();
-  });
+  bool worked =
+      lci_test::progress_until([] { return lci::progress().is_done(); });
   EXPECT_TRUE(worked) << "progress never reported the arriving message";
   lci_test::progress_until_quiet();
   EXPECT_TRUE(lci::progress().is_retry());

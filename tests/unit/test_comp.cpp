@@ -133,10 +133,9 @@ TEST_F(LciTest, SyncManyThreadsThreshold80000)
   run_threads([&](int t) {
     for (int i = 0; i < kSignalsPerThread; ++i) {
       started.fetch_add(1);
-      lci::comp_signal(sync,
-                       make_status(static_cast<lci::tag_t>(t) *
-                                       kSignalsPerThread +
-                                   i));
+      lci::comp_signal(
+          sync,
+          make_status(static_cast<lci::tag_t>(t) * kSignalsPerThread + i));
     }
   });
   tester.join();
@@ -220,9 +219,8 @@ TEST_F(LciTest, CqManyThreadsSignalThenPop)
   lci::comp_t cq = lci::alloc_cq();  // 8192 entries: grows under contention
   run_threads([&](int t) {
     for (int i = 0; i < kSignalsPerThread; ++i)
-      lci::comp_signal(cq, make_status(static_cast<lci::tag_t>(t) *
-                                           kSignalsPerThread +
-                                       i));
+      lci::comp_signal(
+          cq, make_status(static_cast<lci::tag_t>(t) * kSignalsPerThread + i));
   });
   std::vector<int> seen(kTotal, 0);
   std::vector<int> last(kThreads, -1);
@@ -254,8 +252,8 @@ TEST_F(LciTest, CqManyThreadsSignalAndPopConcurrently)
     if (t % 2 == 0) {
       int producer = t / 2;
       for (int i = 0; i < 2 * kSignalsPerThread; ++i)
-        lci::comp_signal(cq, make_status(static_cast<lci::tag_t>(producer) *
-                                             2 * kSignalsPerThread +
+        lci::comp_signal(cq, make_status(static_cast<lci::tag_t>(producer) * 2 *
+                                             kSignalsPerThread +
                                          i));
     } else {
       auto deadline = std::chrono::steady_clock::now() + lci_test::kWaitLimit;
@@ -327,9 +325,8 @@ TEST_F(LciTest, HandlerManyThreads)
   lci::comp_t h = lci::alloc_handler(counting_handler);
   run_threads([&](int t) {
     for (int i = 0; i < kSignalsPerThread; ++i)
-      lci::comp_signal(h, make_status(static_cast<lci::tag_t>(t) *
-                                          kSignalsPerThread +
-                                      i));
+      lci::comp_signal(
+          h, make_status(static_cast<lci::tag_t>(t) * kSignalsPerThread + i));
   });
   EXPECT_EQ(g_calls.load(), kTotal);
   uint64_t n = kTotal;

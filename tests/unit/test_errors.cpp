@@ -73,8 +73,8 @@ TEST_F(LciTest, RankOutOfRange)
 
 TEST_F(LciTest, NullBufferWithNonZeroSize)
 {
-  std::string msg = fatal_message(
-      [] { lci::post_send(0, nullptr, 8, 1, lci::COMP_NULL); });
+  std::string msg =
+      fatal_message([] { lci::post_send(0, nullptr, 8, 1, lci::COMP_NULL); });
   EXPECT_THAT(msg, NamesPostCall("post_send"));
   EXPECT_THAT(msg, HasSubstr("null buffer"));
   EXPECT_THAT(msg, HasSubstr("size 8"));
@@ -89,22 +89,21 @@ TEST_F(LciTest, SizeAboveEagerLimit)
 {
   const size_t limit = lci::get_max_bcopy_size();
   std::vector<char> big(limit + 100);
-  std::string msg = fatal_message([&] {
-    lci::post_send(0, big.data(), limit + 1, 1, lci::COMP_NULL);
-  });
+  std::string msg = fatal_message(
+      [&] { lci::post_send(0, big.data(), limit + 1, 1, lci::COMP_NULL); });
   EXPECT_THAT(msg, NamesPostCall("post_send"));
   EXPECT_THAT(msg, HasSubstr(std::to_string(limit + 1)));
   lci::comp_t cq = lci::alloc_cq();
   lci::rcomp_t rc = lci::register_rcomp(cq);
-  msg = fatal_message([&] {
-    lci::post_am(0, big.data(), limit + 100, lci::COMP_NULL, rc);
-  });
+  msg = fatal_message(
+      [&] { lci::post_am(0, big.data(), limit + 100, lci::COMP_NULL, rc); });
   EXPECT_THAT(msg, AllOf(NamesPostCall("post_am"),
                          HasSubstr(std::to_string(limit + 100))));
   // the limit itself is fine
   ASSERT_TRUE(
       lci::post_send(0, big.data(), limit, 1, lci::COMP_NULL).is_done());
-  lci::status_t r = lci::post_recv(0, big.data(), big.size(), 1, lci::COMP_NULL);
+  lci::status_t r =
+      lci::post_recv(0, big.data(), big.size(), 1, lci::COMP_NULL);
   EXPECT_EQ(r.size, limit);
   lci::deregister_rcomp(rc);
   lci::free_comp(&cq);
@@ -121,9 +120,8 @@ TEST_F(LciTest, TagAboveMaxTag)
   EXPECT_THAT(msg, HasSubstr(std::to_string(lci::ANY_TAG)));
 
   lci::runtime_t rt = lci::alloc_runtime_x().max_tag(1000)();
-  msg = fatal_message([&] {
-    lci::post_send_x(0, buf, 4, 1001, lci::COMP_NULL).runtime(rt)();
-  });
+  msg = fatal_message(
+      [&] { lci::post_send_x(0, buf, 4, 1001, lci::COMP_NULL).runtime(rt)(); });
   EXPECT_THAT(msg, AllOf(NamesPostCall("post_send"), HasSubstr("1001"),
                          HasSubstr("max_tag")));
   lci::comp_t cq = lci::alloc_cq();
@@ -201,19 +199,19 @@ TEST_F(LciTest, BadNumberInEnvironment)
     EXPECT_THAT(msg, HasSubstr("abc"));
     // a runtime allocates a default device, so it fails the same way
     msg = fatal_message([] { lci::alloc_runtime(); });
-    EXPECT_THAT(msg, AllOf(HasSubstr("LCI_ATTR_NET_MAX_RECVS"),
-                           HasSubstr("abc")));
-    EXPECT_THAT(msg, AnyOf(HasSubstr("alloc_runtime"),
-                           HasSubstr("alloc_device")));
+    EXPECT_THAT(msg,
+                AllOf(HasSubstr("LCI_ATTR_NET_MAX_RECVS"), HasSubstr("abc")));
+    EXPECT_THAT(msg,
+                AnyOf(HasSubstr("alloc_runtime"), HasSubstr("alloc_device")));
     // the existing resources keep working while the variable is bad
     expect_sendrecv_works();
   }
   {
     env_guard_t e("LCI_ATTR_PACKET_SIZE", "-4096");
     std::string msg = fatal_message([] { lci::alloc_runtime(); });
-    EXPECT_THAT(msg, AllOf(HasSubstr("alloc_runtime"),
-                           HasSubstr("LCI_ATTR_PACKET_SIZE"),
-                           HasSubstr("-4096")));
+    EXPECT_THAT(msg,
+                AllOf(HasSubstr("alloc_runtime"),
+                      HasSubstr("LCI_ATTR_PACKET_SIZE"), HasSubstr("-4096")));
   }
   {
     env_guard_t e("LCI_ATTR_ALLOC_DEFAULT_DEVICE", "maybe");
@@ -236,13 +234,15 @@ TEST_F(LciTest, BadAttributeValues)
 {
   std::string msg = fatal_message([] { lci::alloc_sync_x().threshold(0)(); });
   EXPECT_THAT(msg, AllOf(HasSubstr("alloc_sync"), HasSubstr("threshold 0")));
-  msg = fatal_message(
-      [] { lci::alloc_matching_engine_x().num_buckets(1000)(); });
-  EXPECT_THAT(msg, AllOf(HasSubstr("alloc_matching_engine"), HasSubstr("1000")));
+  msg =
+      fatal_message([] { lci::alloc_matching_engine_x().num_buckets(1000)(); });
+  EXPECT_THAT(msg,
+              AllOf(HasSubstr("alloc_matching_engine"), HasSubstr("1000")));
   msg = fatal_message([] { lci::alloc_packet_pool_x().packet_size(12)(); });
   EXPECT_THAT(msg, AllOf(HasSubstr("alloc_packet_pool"), HasSubstr("12")));
   msg = fatal_message([] { lci::alloc_device_x().net_max_recvs(0)(); });
-  EXPECT_THAT(msg, AllOf(HasSubstr("alloc_device"), HasSubstr("net_max_recvs")));
+  EXPECT_THAT(msg,
+              AllOf(HasSubstr("alloc_device"), HasSubstr("net_max_recvs")));
   msg = fatal_message([] { lci::alloc_runtime_x().max_tag(lci::ANY_TAG)(); });
   EXPECT_THAT(msg, AllOf(HasSubstr("alloc_runtime"), HasSubstr("max_tag")));
   msg = fatal_message(
@@ -272,7 +272,8 @@ TEST_F(LciTest, FreeDeviceTwice)
 
 TEST_F(LciTest, FreeCompTwice)
 {
-  lci::comp_t types[] = {lci::alloc_cq(), lci::alloc_sync(), lci::alloc_counter(),
+  lci::comp_t types[] = {lci::alloc_cq(), lci::alloc_sync(),
+                         lci::alloc_counter(),
                          lci::alloc_handler([](lci::status_t) {})};
   for (lci::comp_t& c : types) {
     lci::comp_t copy = c;
@@ -339,8 +340,8 @@ TEST_F(LciTest, GlobalRuntimeFinaTwice)
 {
   lci::g_runtime_fina();
   std::string msg = fatal_message([] { lci::g_runtime_fina(); });
-  EXPECT_THAT(msg, AllOf(HasSubstr("g_runtime_fina"),
-                         HasSubstr("not initialized")));
+  EXPECT_THAT(msg,
+              AllOf(HasSubstr("g_runtime_fina"), HasSubstr("not initialized")));
   // calls that need the global runtime say that there is none
   char c = 0;
   msg = fatal_message([&] { lci::post_send(0, &c, 1, 1, lci::COMP_NULL); });
@@ -379,7 +380,8 @@ TEST_F(LciTest, CompOfTheWrongKind)
   EXPECT_THAT(msg, HasSubstr("counter_set"));
   msg = fatal_message([&] { lci::cq_pop(lci::comp_t()); });
   EXPECT_THAT(msg, AllOf(HasSubstr("cq_pop"), HasSubstr("empty")));
-  msg = fatal_message([&] { lci::comp_signal(lci::COMP_NULL, lci::status_t()); });
+  msg =
+      fatal_message([&] { lci::comp_signal(lci::COMP_NULL, lci::status_t()); });
   EXPECT_THAT(msg, HasSubstr("comp_signal"));
   // the objects are unharmed
   lci::comp_signal(cq, lci::status_t(lci::errorcode_t::done));
@@ -394,11 +396,10 @@ TEST_F(LciTest, CompOfTheWrongKind)
 TEST_F(LciTest, ReceiveNeedsACompletionObject)
 {
   char buf[4];
-  std::string msg = fatal_message([&] {
-    lci::post_recv(0, buf, sizeof(buf), 1, lci::COMP_NULL_RETRY);
-  });
-  EXPECT_THAT(msg, AllOf(NamesPostCall("post_recv"),
-                         HasSubstr("COMP_NULL_RETRY")));
+  std::string msg = fatal_message(
+      [&] { lci::post_recv(0, buf, sizeof(buf), 1, lci::COMP_NULL_RETRY); });
+  EXPECT_THAT(msg,
+              AllOf(NamesPostCall("post_recv"), HasSubstr("COMP_NULL_RETRY")));
   expect_sendrecv_works();
 }
 
@@ -406,8 +407,8 @@ TEST_F(LciTest, MessageLargerThanReceiveBuffer)
 {
   std::vector<char> out(100, 'x'), small(10);
   // unexpected message, then a receive that is too small
-  ASSERT_TRUE(lci::post_send(0, out.data(), out.size(), 8, lci::COMP_NULL)
-                  .is_done());
+  ASSERT_TRUE(
+      lci::post_send(0, out.data(), out.size(), 8, lci::COMP_NULL).is_done());
   lci_test::progress_until_quiet();
   lci::comp_t cq = lci::alloc_cq();
   std::string msg = fatal_message(
@@ -416,8 +417,8 @@ TEST_F(LciTest, MessageLargerThanReceiveBuffer)
                          HasSubstr("10-byte")));
   // the receive posted first: the error comes out of progress
   ASSERT_TRUE(lci::post_recv(0, small.data(), small.size(), 9, cq).is_posted());
-  ASSERT_TRUE(lci::post_send(0, out.data(), out.size(), 9, lci::COMP_NULL)
-                  .is_done());
+  ASSERT_TRUE(
+      lci::post_send(0, out.data(), out.size(), 9, lci::COMP_NULL).is_done());
   msg = "";
   auto deadline = std::chrono::steady_clock::now() + lci_test::kWaitLimit;
   while (msg.empty() && std::chrono::steady_clock::now() < deadline) {
@@ -439,8 +440,8 @@ TEST_F(LciTest, ActiveMessageToUnregisteredRcomp)
   lci::rcomp_t rc = lci::register_rcomp(cq);
   lci::deregister_rcomp(rc);
   std::string msg = fatal_message([&] { lci::deregister_rcomp(rc); });
-  EXPECT_THAT(msg, AllOf(HasSubstr("deregister_rcomp"),
-                         HasSubstr(std::to_string(rc))));
+  EXPECT_THAT(
+      msg, AllOf(HasSubstr("deregister_rcomp"), HasSubstr(std::to_string(rc))));
   char c = 'z';
   ASSERT_TRUE(lci::post_am(0, &c, 1, lci::COMP_NULL, rc).is_done());
   msg = "";

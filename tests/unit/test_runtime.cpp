@@ -135,7 +135,8 @@ TEST_F(LciTest, SetterOverrides)
   lci::free_device_x(&dev).runtime(rt)();
   lci::free_runtime(&rt);
 
-  lci::packet_pool_t small = lci::alloc_packet_pool_x().packet_size(1024).npackets(8)();
+  lci::packet_pool_t small =
+      lci::alloc_packet_pool_x().packet_size(1024).npackets(8)();
   EXPECT_EQ(small.get_attr_packet_size(), 1024u);
   EXPECT_EQ(small.get_attr_npackets(), 8u);
   EXPECT_EQ(lci::get_max_bcopy_size_x().packet_pool(small)(), 1024u - kHeader);
@@ -167,10 +168,9 @@ TEST_F(LciTest, EnvironmentOverrides)
   EXPECT_EQ(lci::get_default_device_x().runtime(rt)().get_attr_net_max_recvs(),
             32u);
   EXPECT_EQ(dev.get_attr_net_max_recvs(), 32u);
-  EXPECT_EQ(lci::get_default_matching_engine_x()
-                .runtime(rt)()
-                .get_attr_num_buckets(),
-            64u);
+  EXPECT_EQ(
+      lci::get_default_matching_engine_x().runtime(rt)().get_attr_num_buckets(),
+      64u);
   lci_test::expect_sendrecv_works(rt, dev, 77);
   lci_test::expect_sendrecv_works(rt, lci::device_t(), 76);
 
@@ -200,9 +200,8 @@ TEST_F(LciTest, EnvironmentBooleanAndStringAttributes)
   EXPECT_TRUE(lci::get_default_device_x().runtime(rt)().is_empty());
   // no default device: posting without one is an error naming the call
   char c = 'x';
-  std::string msg = lci_test::fatal_message([&] {
-    lci::post_send_x(0, &c, 1, 1, lci::COMP_NULL).runtime(rt)();
-  });
+  std::string msg = lci_test::fatal_message(
+      [&] { lci::post_send_x(0, &c, 1, 1, lci::COMP_NULL).runtime(rt)(); });
   EXPECT_THAT(msg, HasSubstr("post_comm"));
   EXPECT_THAT(msg, HasSubstr("no device"));
   // an explicit device works

@@ -14,8 +14,8 @@ using lci_test::first_pattern_mismatch;
 using lci_test::LciTest;
 
 constexpr int kThreads = 8;
-constexpr int kMsgs = 2000;   // per thread
-constexpr int kWindow = 25;   // receives in flight per thread
+constexpr int kMsgs = 2000;  // per thread
+constexpr int kWindow = 25;  // receives in flight per thread
 
 lci::tag_t make_tag(int thread, int i)
 {
@@ -269,10 +269,10 @@ TEST_F(LciTest, ThreadsSendActiveMessagesToOneQueue)
         size_t size = 8 + id % 50;
         fill_pattern(out.data(), size, id);
         lci::status_t s;
-        while ((s = lci::post_am_x(0, out.data(), size, lci::COMP_NULL_RETRY,
-                                   rc)
-                        .tag(id)())
-                   .is_retry()) {
+        while (
+            (s = lci::post_am_x(0, out.data(), size, lci::COMP_NULL_RETRY, rc)
+                     .tag(id)())
+                .is_retry()) {
           lci::progress();
           consume();
         }

@@ -1,9 +1,8 @@
 // Uses an installed LCI without a launcher: one rank that sends a message to
 // itself. Exit status 0 on success.
-#include <lci.hpp>
-
 #include <cstdio>
 #include <cstring>
+#include <lci.hpp>
 
 int main()
 {
@@ -35,8 +34,9 @@ int main()
 
   const bool ok = r.rank == rank && r.size == sizeof(out) &&
                   std::memcmp(in, out, sizeof(out)) == 0;
-  std::printf("consumer: rank %d of %d received '%s' (%zu bytes from rank %d)\n",
-              rank, nranks, in, r.size, r.rank);
+  std::printf(
+      "consumer: rank %d of %d received '%s' (%zu bytes from rank %d)\n", rank,
+      nranks, in, r.size, r.rank);
 
   lci::free_comp(&sync);
   lci::g_runtime_fina();
