@@ -146,6 +146,21 @@ enum class direction_t { OUT, IN };
 // if it was posted with the same policy.
 enum class matching_policy_t { none, rank_only, tag_only, rank_tag };
 
+// Direct use of a matching engine (matching_engine_insert) and custom
+// matching: a key is 64 bits; an entry is a send or a receive, and
+// inserting one either stores it or returns (and removes) the oldest entry
+// of the other type under the same key.
+typedef uint64_t matching_entry_key_t;
+typedef void* matching_entry_val_t;
+enum class matching_entry_type_t { send, recv };
+// A custom key function for a matching engine (alloc_matching_engine's
+// `make_key`): called with the (rank, tag, policy) of every send arriving
+// at the engine and of every receive posted to it (after wildcards chose
+// the policy); entries with equal keys match. Keys it returns never equal
+// the keys of the built-in function, and it must be a pure function.
+typedef matching_entry_key_t (*matching_engine_make_key_t)(
+    int rank, tag_t tag, matching_policy_t policy);
+
 typedef void (*comp_handler_t)(status_t status);
 
 // Completion graphs: a node runs `status_t fn(void* value)`; its value is

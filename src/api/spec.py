@@ -130,11 +130,22 @@ OPS = [
     op("get_max_bcopy_size", "size_t",
        [RT, opt("packet_pool_t", "packet_pool", "packet_pool_t()")],
        doc="largest payload sent with the eager (buffer-copy) protocol"),
-    op("alloc_matching_engine", "matching_engine_t", [RT],
-       attrs_of="matching_engine"),
+    op("alloc_matching_engine", "matching_engine_t", [
+        RT, opt("matching_engine_make_key_t", "make_key", "nullptr")],
+       attrs_of="matching_engine",
+       doc="allocate a matching engine; `make_key` (optional) replaces the "
+       "built-in key of (rank, tag, policy)"),
     op("free_matching_engine", "void",
        [pos("matching_engine_t*", "matching_engine"), RT]),
     op("get_default_matching_engine", "matching_engine_t", [RT]),
+    op("matching_engine_insert", "matching_entry_val_t", [
+        pos("matching_engine_t", "matching_engine"),
+        pos("matching_entry_key_t", "key"),
+        pos("matching_entry_val_t", "value"),
+        pos("matching_entry_type_t", "entry_type"), RT],
+       doc="store `value` under `key` (returns nullptr) or, when an entry of "
+       "the other type waits under `key`, remove and return the oldest; for "
+       "engines the library does not also use for messages"),
     # completion objects
     op("alloc_sync", "comp_t", [RT], attrs_of="sync"),
     op("sync_test", "bool", [pos("comp_t", "comp"), pos("status_t*", "p_out")],

@@ -118,7 +118,7 @@ status_t post_out(const post_args_t& a)
 status_t post_in(const post_args_t& a, comp_impl_t* comp,
                  recv_t** posted = nullptr)
 {
-  auto key = matching_engine_impl_t::make_key(a.rank, a.tag, a.policy);
+  auto key = a.me->key(a.rank, a.tag, a.policy);
   auto* recv = new recv_t{a.buffer, a.size, comp, a.user_context};
   void* pkt = a.me->insert(key, recv, matching_engine_impl_t::type_t::recv);
   if (!pkt) {
@@ -183,7 +183,7 @@ status_t post_in_blocking(const post_args_t& a)
   try {
     while (!comp->test(&s)) progress_device(a.dev);
   } catch (...) {
-    auto key = matching_engine_impl_t::make_key(a.rank, a.tag, a.policy);
+    auto key = a.me->key(a.rank, a.tag, a.policy);
     if (a.me->remove(key, recv, matching_engine_impl_t::type_t::recv)) {
       delete recv;
       delete comp;

@@ -84,7 +84,7 @@ void deliver_send(runtime_impl_t* rt, const msg_header_t& hdr, packet_t* pkt,
                       ", which does not exist here");
   }
   pkt->length = size;
-  auto key = matching_engine_impl_t::make_key(hdr.rank, hdr.tag, hdr.policy());
+  auto key = me->key(hdr.rank, hdr.tag, hdr.policy());
   void* recv = me->insert(key, pkt, matching_engine_impl_t::type_t::send);
   if (recv) complete_recv(static_cast<recv_t*>(recv), pkt, true);
 }

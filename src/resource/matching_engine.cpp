@@ -457,10 +457,12 @@ namespace lci
 {
 
 matching_engine_t alloc_matching_engine_x::call_impl(
-    runtime_t runtime, const matching_engine_attr_t& attr)
+    runtime_t runtime, matching_engine_make_key_t make_key,
+    const matching_engine_attr_t& attr)
 {
   runtime_impl_t* rt = resolve_runtime(runtime, "alloc_matching_engine");
   auto* me = new matching_engine_impl_t(attr);
+  me->make_key_fn = make_key;
   me->runtime = rt;
   me->index = static_cast<uint32_t>(rt->matching_engines.push_back(me));
   globals::matching_engines().add(me);
@@ -488,6 +490,19 @@ void free_matching_engine_x::call_impl(matching_engine_t* matching_engine,
   });
   delete me;
   matching_engine->p_impl = nullptr;
+}
+
+matching_entry_val_t matching_engine_insert_x::call_impl(
+    matching_engine_t matching_engine, matching_entry_key_t key,
+    matching_entry_val_t value, matching_entry_type_t entry_type, runtime_t)
+{
+  const char* call = "matching_engine_insert";
+  matching_engine_impl_t* me = util::checked(matching_engine.p_impl, call);
+  if (!value) util::throw_fatal(call, ": null value (nullptr means no match)");
+  auto type = entry_type == matching_entry_type_t::send
+                  ? matching_engine_impl_t::type_t::send
+                  : matching_engine_impl_t::type_t::recv;
+  return me->insert(matching_engine_impl_t::user_key(key), value, type);
 }
 
 matching_engine_t get_default_matching_engine_x::call_impl(runtime_t runtime)

@@ -43,8 +43,8 @@
 //   rank_only  hi = rank, lo = kRankOnly (-1)
 //   tag_only   hi = tag,  lo = kTagOnly  (-2)
 //   none       hi = 0,    lo = kNone     (-3)
-// A user-supplied make_key_fn replaces make_key for its engine and may
-// return any (hi, lo) (kUser is a marker make_key never produces).
+// A user-supplied make_key_fn replaces make_key for its engine: its 64-bit
+// result becomes (hi, kUser), a marker make_key never produces.
 //
 // Thread safety: any-thread; threads touching different buckets share no
 // cache line except the overflow node pool, used only beyond the fixed
@@ -83,13 +83,13 @@ class matching_engine_impl_t
   static constexpr int32_t kRankOnly = -1;
   static constexpr int32_t kTagOnly = -2;
   static constexpr int32_t kNone = -3;
-  static constexpr int32_t kUser = -4;  // suggested lo for user keys
+  static constexpr int32_t kUser = -4;  // lo of every user key
 
   // A pluggable key function (paper 3.3.2: "users can supply their own
-  // make_key function"); used by key() and the (rank, tag, policy) insert
-  // when set. Plain function pointer: no capture, callable from C.
-  using make_key_fn_t = match_key_t (*)(int rank, tag_t tag,
-                                        matching_policy_t policy);
+  // make_key function"; alloc_matching_engine's `make_key`): when set, the
+  // key of (rank, tag, policy) is (its 64-bit result, kUser), so user keys
+  // never equal built-in ones. Plain function pointer: no capture.
+  using make_key_fn_t = matching_engine_make_key_t;
 
   explicit matching_engine_impl_t(const matching_engine_attr_t& attr);
   ~matching_engine_impl_t();
@@ -113,10 +113,16 @@ class matching_engine_impl_t
     }
   }
 
+  // The engine key of a user's 64-bit key (matching_engine_insert, make_key).
+  static match_key_t user_key(matching_entry_key_t k)
+  {
+    return match_key_t{k, kUser};
+  }
+
   // The key this engine uses: make_key_fn if set, else make_key.
   match_key_t key(int rank, tag_t tag, matching_policy_t policy) const
   {
-    return make_key_fn ? make_key_fn(rank, tag, policy)
+    return make_key_fn ? user_key(make_key_fn(rank, tag, policy))
                        : make_key(rank, tag, policy);
   }
 

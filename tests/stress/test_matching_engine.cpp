@@ -323,9 +323,9 @@ TEST(MatchingEngine, LowLoadAllocatesNothing)
   EXPECT_TRUE(drain(me).empty());
 }
 
-match_key_t by_tag_parity(int, lci::tag_t tag, matching_policy_t)
+lci::matching_entry_key_t by_tag_parity(int, lci::tag_t tag, matching_policy_t)
 {
-  return match_key_t{tag % 2, engine_t::kUser};
+  return tag % 2;
 }
 
 TEST(MatchingEngine, PluggableMakeKey)

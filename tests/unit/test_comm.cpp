@@ -677,6 +677,78 @@ TEST_F(LciTest, MatchingEnginesAreSeparate)
   lci::free_matching_engine(&me);
 }
 
+// A custom key: tags match by their low 8 bits (a "tag class"), any rank.
+lci::matching_entry_key_t tag_class_key(int, lci::tag_t tag,
+                                        lci::matching_policy_t)
+{
+  return tag & 0xff;
+}
+
+TEST_F(LciTest, CustomMakeKeyDecidesWhatMatches)
+{
+  lci::matching_engine_t me =
+      lci::alloc_matching_engine_x().make_key(&tag_class_key)();
+  const size_t size = 40;
+  std::vector<unsigned char> out(size), in(size);
+  fill_pattern(out.data(), size, 9);
+  // tag 0x105 arrives unexpected, then a receive for tag 0x205 (same low
+  // byte) takes it; the status carries the sender's tag
+  ASSERT_TRUE(lci::post_send_x(0, out.data(), size, 0x105, lci::COMP_NULL)
+                  .matching_engine(me)()
+                  .is_done());
+  lci::status_t r = lci::post_recv_x(0, in.data(), size, 0x205, lci::COMP_NULL)
+                        .matching_engine(me)();
+  expect_recv_status(r, in.data(), size, 0x105, nullptr);
+  EXPECT_EQ(first_pattern_mismatch(in.data(), size, 9), -1);
+  // a different low byte does not match
+  lci::comp_t cq = lci::alloc_cq();
+  ASSERT_TRUE(lci::post_recv_x(0, in.data(), size, 0x06, cq)
+                  .matching_engine(me)()
+                  .is_posted());
+  ASSERT_TRUE(lci::post_send_x(0, out.data(), size, 0x107, lci::COMP_NULL)
+                  .matching_engine(me)()
+                  .is_done());
+  lci_test::progress_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(lci::cq_pop(cq).is_retry());
+  ASSERT_TRUE(lci::post_send_x(0, out.data(), size, 0x306, lci::COMP_NULL)
+                  .matching_engine(me)()
+                  .is_done());
+  r = pop_wait(cq);
+  expect_recv_status(r, in.data(), size, 0x306, nullptr);
+  // the 0x107 message still waits for its receive
+  r = lci::post_recv_x(0, in.data(), size, 0x7, lci::COMP_NULL)
+          .matching_engine(me)();
+  expect_recv_status(r, in.data(), size, 0x107, nullptr);
+  lci::free_comp(&cq);
+  lci::free_matching_engine(&me);
+}
+
+TEST_F(LciTest, MatchingEngineInsertDirectly)
+{
+  lci::matching_engine_t me = lci::alloc_matching_engine();
+  int a = 0, b = 0, c = 0;
+  using lci::matching_entry_type_t;
+  EXPECT_EQ(
+      lci::matching_engine_insert(me, 42, &a, matching_entry_type_t::send),
+      nullptr);
+  EXPECT_EQ(
+      lci::matching_engine_insert(me, 42, &b, matching_entry_type_t::send),
+      nullptr);
+  EXPECT_EQ(lci::matching_engine_insert(me, 7, &c, matching_entry_type_t::recv),
+            nullptr);
+  // FIFO per key; the other type matches
+  EXPECT_EQ(
+      lci::matching_engine_insert(me, 42, &c, matching_entry_type_t::recv), &a);
+  EXPECT_EQ(
+      lci::matching_engine_insert(me, 42, &c, matching_entry_type_t::recv), &b);
+  EXPECT_EQ(lci::matching_engine_insert(me, 7, &a, matching_entry_type_t::send),
+            &c);
+  EXPECT_THROW(
+      lci::matching_engine_insert(me, 1, nullptr, matching_entry_type_t::send),
+      lci::fatal_error);
+  lci::free_matching_engine(&me);
+}
+
 TEST_F(LciTest, ProgressReportsWhetherItDidWork)
 {
   lci_test::progress_until_quiet();
