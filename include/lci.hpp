@@ -141,6 +141,18 @@ struct status_t {
 
 enum class direction_t { OUT, IN };
 
+// When a communication posted with direction OUT counts as complete at its
+// initiator (post_comm's `comp_semantic`). A receive completes when the data
+// is in its buffer whatever the semantic.
+// - memory (default): the local buffer may be reused. Buffer-copy protocols
+//   (inject, eager) are complete on return: the post says done.
+// - network: the network layer reports the message complete; the post is
+//   never done at once, the completion object is signalled later. What the
+//   network layer guarantees depends on the provider (docs/ARCHITECTURE.md,
+//   "Completion semantics").
+// `buffer` is the LCI 2.x spelling of `memory`.
+enum class comp_semantic_t { memory = 0, buffer = memory, network = 1 };
+
 // How a send and a receive are matched; the key is (matching engine, source
 // rank, tag) restricted by the policy. A send matches a wildcard receive only
 // if it was posted with the same policy.

@@ -207,7 +207,11 @@ OPS = [
         opt("bool", "allow_done", "true"),
         opt("bool", "allow_posted", "true"),
         opt("bool", "allow_retry", "true"),
-    ], doc="the generic posting operation (Table 1 of the paper)"),
+        opt("comp_semantic_t", "comp_semantic", "comp_semantic_t::memory"),
+    ], doc="the generic posting operation (Table 1 of the paper); "
+       "`comp_semantic` (OUT only): memory = complete when the local buffer "
+       "may be reused, network = when the network layer reports the message "
+       "complete"),
     op("post_send", "status_t", [
         pos("int", "rank"), pos("void*", "local_buffer"), pos("size_t", "size"),
         pos("tag_t", "tag"), pos("comp_t", "local_comp")],

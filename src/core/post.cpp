@@ -10,6 +10,7 @@
 #include "core/progress.hpp"
 #include "core/protocol.hpp"
 #include "core/recv.hpp"
+#include "core/send_comp.hpp"
 #include "resource/matching_engine.hpp"
 #include "resource/packet_pool.hpp"
 #include "resource/runtime.hpp"
@@ -63,6 +64,8 @@ struct post_args_t {
   rcomp_t rcomp;
   void* user_context;
   matching_policy_t policy;
+  comp_semantic_t semantic;
+  comp_impl_t* comp;  // the local completion (signalled by network sends)
 };
 
 status_t done_status(const post_args_t& a)
@@ -89,8 +92,11 @@ status_t post_out(const post_args_t& a)
   else
     hdr.meta = msg_header_t::make_meta(msg_type_t::send, a.policy, a.me->index);
   const size_t wire = sizeof(hdr) + a.size;
+  const bool network = a.semantic == comp_semantic_t::network;
 
-  if (wire <= a.rt->max_inject_wire) {
+  // fi_inject has no completion: a send with comp_semantic network takes a
+  // packet whatever its size
+  if (wire <= a.rt->max_inject_wire && !network) {
     alignas(16) char tmp[kMaxInjectWire];
     std::memcpy(tmp, &hdr, sizeof(hdr));
     if (a.size) std::memcpy(tmp + sizeof(hdr), a.buffer, a.size);
@@ -102,14 +108,15 @@ status_t post_out(const post_args_t& a)
   if (!p) return status_t(errorcode_t::retry_nopacket);
   std::memcpy(p->data(), &hdr, sizeof(hdr));
   if (a.size) std::memcpy(p->data() + sizeof(hdr), a.buffer, a.size);
-  a.dev->nsends_pending.fetch_add(1, std::memory_order_relaxed);
-  error_t e = a.dev->net->post_send(a.rank, p->data(), wire, p);
+  error_t e = post_packet(a.dev, a.rank, p, wire, network ? a.comp : nullptr,
+                          done_status(a));
   if (e.is_retry()) {
-    a.dev->nsends_pending.fetch_sub(1, std::memory_order_relaxed);
     packet_pool_impl_t::put(p);
     return status_t(e.errorcode);
   }
-  return done_status(a);
+  status_t s = done_status(a);
+  if (network) s.error = errorcode_t::posted;
+  return s;
 }
 
 // A receive: take a matching unexpected message if one is waiting (done),
@@ -196,6 +203,41 @@ status_t post_in_blocking(const post_args_t& a)
   return s;
 }
 
+status_t post_once(const post_args_t& a, direction_t dir, comp_impl_t* comp);
+
+// A send with COMP_NULL or allow_posted(false): post until accepted, then,
+// if the network completion is awaited (comp_semantic network), progress
+// until it comes. If progress throws meanwhile, the completion object is
+// abandoned (the send's completion frees it).
+status_t post_out_blocking(post_args_t a)
+{
+  auto* comp = new blocking_comp_t;
+  a.comp = comp;
+  status_t s;
+  try {
+    for (;;) {
+      s = post_once(a, direction_t::OUT, comp);
+      if (!s.is_retry()) break;
+      progress_device(a.dev);
+    }
+  } catch (...) {
+    delete comp;  // nothing was posted
+    throw;
+  }
+  if (!s.is_posted()) {
+    delete comp;
+    return s;
+  }
+  try {
+    while (!comp->test(&s)) progress_device(a.dev);
+  } catch (...) {
+    comp->abandon();
+    throw;
+  }
+  delete comp;
+  return s;
+}
+
 // Posts now, unless sends queued earlier in the device's backlog must go
 // first (then retry_backlog: a send never overtakes the backlog).
 status_t post_once(const post_args_t& a, direction_t dir, comp_impl_t* comp)
@@ -205,16 +247,44 @@ status_t post_once(const post_args_t& a, direction_t dir, comp_impl_t* comp)
   return post_out(a);
 }
 
+// The completion of a backlogged copy of a network send: reports the user's
+// buffer rather than the copy's, then deletes itself (it fires once).
+class origin_buffer_comp_t final : public comp_impl_t
+{
+ public:
+  origin_buffer_comp_t(comp_impl_t* comp, void* buffer)
+      : comp_(comp), buffer_(buffer)
+  {
+  }
+  void signal(status_t s) override
+  {
+    s.buffer = buffer_;
+    comp_impl_t* comp = comp_;
+    delete this;
+    comp->signal(s);
+  }
+
+ private:
+  comp_impl_t* comp_;
+  void* buffer_;
+};
+
 // allow_retry(false) and the post would retry: queue a copy of the message
 // in the device's backlog, which progress sends in order. The user's buffer
 // is free at once: done_backlog, or posted_backlog with allow_done(false),
 // and then the completion object is signalled when the message has left.
+// With comp_semantic network it is always posted_backlog, and the signal
+// comes at the send's network completion.
 status_t post_backlog(const post_args_t& a, comp_impl_t* comp, bool signal)
 {
   auto data = std::make_shared<std::vector<char>>(
       static_cast<char*>(a.buffer), static_cast<char*>(a.buffer) + a.size);
   post_args_t queued = a;
   queued.buffer = data->data();
+  if (a.semantic == comp_semantic_t::network) {
+    signal = false;
+    queued.comp = new origin_buffer_comp_t(comp, a.buffer);
+  }
   status_t result = done_status(a);
   a.dev->backlog.push([queued, data, comp, signal, result]() -> error_t {
     status_t s = post_out(queued);
@@ -226,8 +296,9 @@ status_t post_backlog(const post_args_t& a, comp_impl_t* comp, bool signal)
     }
     return errorcode_t::done;
   });
-  result.error =
-      signal ? errorcode_t::posted_backlog : errorcode_t::done_backlog;
+  result.error = signal || a.semantic == comp_semantic_t::network
+                     ? errorcode_t::posted_backlog
+                     : errorcode_t::done_backlog;
   return result;
 }
 
@@ -256,12 +327,15 @@ matching_policy_t effective_policy(matching_policy_t policy, int rank,
 
 }  // namespace
 
-status_t post_comm_x::call_impl(
-    direction_t direction, int rank, void* local_buffer, size_t size,
-    comp_t local_comp, runtime_t runtime, device_t device,
-    packet_pool_t packet_pool, matching_engine_t matching_engine, tag_t tag,
-    rcomp_t remote_comp, void* user_context, matching_policy_t matching_policy,
-    bool allow_done, bool allow_posted, bool allow_retry)
+status_t post_comm_x::call_impl(direction_t direction, int rank,
+                                void* local_buffer, size_t size,
+                                comp_t local_comp, runtime_t runtime,
+                                device_t device, packet_pool_t packet_pool,
+                                matching_engine_t matching_engine, tag_t tag,
+                                rcomp_t remote_comp, void* user_context,
+                                matching_policy_t matching_policy,
+                                bool allow_done, bool allow_posted,
+                                bool allow_retry, comp_semantic_t comp_semantic)
 {
   const char* call = "post_comm";
   post_args_t a;
@@ -278,6 +352,8 @@ status_t post_comm_x::call_impl(
   a.rcomp = remote_comp;
   a.user_context = user_context;
   a.policy = matching_policy;
+  a.semantic = comp_semantic;
+  a.comp = local_comp.p_impl;
 
   const bool in = direction == direction_t::IN;
   if (in && remote_comp != RCOMP_NULL)
@@ -312,21 +388,21 @@ status_t post_comm_x::call_impl(
     util::throw_fatal(call,
                       ": a receive needs a completion object "
                       "(COMP_NULL_RETRY cannot be signalled)");
+  if (comp_semantic != comp_semantic_t::memory &&
+      comp_semantic != comp_semantic_t::network)
+    util::throw_fatal(call, ": comp_semantic ", static_cast<int>(comp_semantic),
+                      " is neither memory (0) nor network (1)");
+  if (!in && comp_semantic == comp_semantic_t::network &&
+      local_comp == COMP_NULL_RETRY)
+    util::throw_fatal(call,
+                      ": comp_semantic network needs a completion object "
+                      "(COMP_NULL_RETRY cannot be signalled when the network "
+                      "completes)");
 
   // COMP_NULL or allow_posted(false): block, driving progress, until done.
   if (local_comp.is_empty() || !allow_posted) {
     if (direction == direction_t::IN) return post_in_blocking(a);
-    sync_impl_t sync(sync_attr_t{1});
-    for (;;) {
-      status_t s = post_once(a, direction, &sync);
-      if (s.is_retry()) {
-        progress_device(a.dev);
-        continue;
-      }
-      if (s.is_done()) return s;
-      wait_sync(&sync, a.dev, &s);
-      return s;
-    }
+    return post_out_blocking(a);
   }
 
   comp_impl_t* comp = local_comp.p_impl;

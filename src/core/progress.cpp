@@ -9,6 +9,7 @@
 #include "comp/sync.hpp"
 #include "core/protocol.hpp"
 #include "core/recv.hpp"
+#include "core/send_comp.hpp"
 #include "resource/matching_engine.hpp"
 #include "resource/packet_pool.hpp"
 #include "resource/runtime.hpp"
@@ -127,14 +128,12 @@ size_t progress_once(device_impl_t* dev)
   std::exception_ptr first_error;
   for (size_t i = 0; i < ncqes; ++i) {
     auto* pkt = static_cast<packet_t*>(cqes[i].ctx);
-    if (cqes[i].kind == net::cqe_t::kind_t::send) {
-      packet_pool_impl_t::put(pkt);
-      dev->nsends_pending.fetch_sub(1, std::memory_order_relaxed);
-      continue;
-    }
     // deliver every completion even if one of them is bad, then report
     try {
-      deliver(dev, pkt, cqes[i].length);
+      if (cqes[i].kind == net::cqe_t::kind_t::send)
+        complete_send(dev, pkt);
+      else
+        deliver(dev, pkt, cqes[i].length);
     } catch (...) {
       if (!first_error) first_error = std::current_exception();
     }

@@ -25,6 +25,11 @@ struct caps_t {
   std::string provider;        // e.g. "shm", "tcp;ofi_rxm"
   size_t max_inject_size = 0;  // largest buffer post_inject accepts
   size_t max_msg_size = 0;     // largest buffer post_send accepts
+  // the completion level post_send_network asks for: "delivery" (the target
+  // provider has processed the message), "transmit" (it left this endpoint
+  // and no longer depends on local resources) or "default" (whatever plain
+  // sends give)
+  std::string network_completion = "default";
 };
 
 // One completed network operation.
@@ -49,6 +54,10 @@ class device_t
   // posted, or retry_lock / retry_nomem.
   virtual error_t post_send(int rank, const void* buf, size_t size,
                             void* ctx) = 0;
+  // post_send whose send cqe waits for the strongest completion level the
+  // provider offers (caps_t::network_completion): comp_semantic network.
+  virtual error_t post_send_network(int rank, const void* buf, size_t size,
+                                    void* ctx) = 0;
   // Pre-post a receive buffer; a recv cqe with `ctx` arrives when a message
   // has landed in it. posted, or retry_lock / retry_nomem.
   virtual error_t post_recv(void* buf, size_t size, void* ctx) = 0;

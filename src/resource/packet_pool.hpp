@@ -101,6 +101,9 @@ struct alignas(64) packet_t {
   relaxed_ptr_t<void> recv_owner;
   // payload bytes of the message held (an unexpected send)
   size_t length;
+  // a send in flight with comp_semantic network: the core's record of the
+  // completion object to signal at its send completion (else nullptr)
+  void* send_comp = nullptr;
   char* data() { return reinterpret_cast<char*>(this) + sizeof(packet_t); }
   static packet_t* from_data(void* d)
   {
@@ -111,7 +114,7 @@ struct alignas(64) packet_t {
 
 static_assert(sizeof(relaxed_ptr_t<void>) == sizeof(void*) &&
                   sizeof(packet_t) == 64,
-              "packet_t keeps its layout: pool, recv_owner, length, then data");
+              "packet_t keeps its layout: 64 bytes of bookkeeping, then data");
 
 class packet_pool_impl_t
 {

@@ -36,7 +36,9 @@ void close_fid(T* obj)
 class ofi_device_t final : public device_t
 {
  public:
-  ofi_device_t(fid_domain* domain, fi_info* info, const device_attr_t& attr)
+  ofi_device_t(fid_domain* domain, fi_info* info, const device_attr_t& attr,
+               uint64_t network_flags)
+      : network_flags_(network_flags)
   {
     fi_cq_attr cq_attr{};
     cq_attr.format = FI_CQ_FORMAT_DATA;
@@ -98,6 +100,21 @@ class ofi_device_t final : public device_t
     return result("fi_send", rc, errorcode_t::posted);
   }
 
+  error_t post_send_network(int rank, const void* buf, size_t size,
+                            void* ctx) override
+  {
+    iovec iov{const_cast<void*>(buf), size};
+    fi_msg msg{};
+    msg.msg_iov = &iov;
+    msg.iov_count = 1;
+    msg.addr = addrs_[rank];
+    msg.context = ctx;
+    if (!lock_.try_lock()) return errorcode_t::retry_lock;
+    ssize_t rc = fi_sendmsg(ep_, &msg, FI_COMPLETION | network_flags_);
+    lock_.unlock();
+    return result("fi_sendmsg", rc, errorcode_t::posted);
+  }
+
   error_t post_recv(void* buf, size_t size, void* ctx) override
   {
     if (!lock_.try_lock()) return errorcode_t::retry_lock;
@@ -146,7 +163,8 @@ class ofi_device_t final : public device_t
   fid_cq* cq_ = nullptr;
   fid_av* av_ = nullptr;
   std::vector<fi_addr_t> addrs_;
-  util::spinlock_t lock_;  // endpoint + completion queue
+  uint64_t network_flags_;  // completion level of post_send_network
+  util::spinlock_t lock_;   // endpoint + completion queue
 };
 
 class ofi_context_t final : public context_t
@@ -162,7 +180,22 @@ class ofi_context_t final : public context_t
     hints->domain_attr->mr_mode =
         FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
     hints->fabric_attr->prov_name = strdup(attr.ofi_provider_name.c_str());
-    int rc = fi_getinfo(FI_VERSION(1, 14), nullptr, nullptr, 0, hints, &info_);
+    // The strongest completion level the provider accepts, for sends with
+    // comp_semantic network: a provider fails fi_getinfo when asked for a
+    // transmit flag it does not support. It must not become the default of
+    // every send (shm would give up its inline protocol), so op_flags are
+    // cleared again before the endpoints are opened.
+    int rc = -FI_ENODATA;
+    const uint64_t levels[] = {FI_DELIVERY_COMPLETE, FI_TRANSMIT_COMPLETE, 0};
+    const char* names[] = {"delivery", "transmit", "default"};
+    for (size_t i = 0; i < 3 && rc != 0; ++i) {
+      hints->tx_attr->op_flags = levels[i];
+      rc = fi_getinfo(FI_VERSION(1, 14), nullptr, nullptr, 0, hints, &info_);
+      if (rc == 0 && info_) {
+        network_flags_ = levels[i];
+        caps_.network_completion = names[i];
+      }
+    }
     fi_freeinfo(hints);
     if (rc != 0 || !info_)
       util::throw_fatal("alloc_runtime: libfabric provider '",
@@ -175,6 +208,7 @@ class ofi_context_t final : public context_t
     caps_.provider = info_->fabric_attr->prov_name;
     caps_.max_inject_size = info_->tx_attr->inject_size;
     caps_.max_msg_size = info_->ep_attr->max_msg_size;
+    info_->tx_attr->op_flags = 0;
   }
 
   ~ofi_context_t() override
@@ -186,10 +220,11 @@ class ofi_context_t final : public context_t
 
   std::unique_ptr<device_t> alloc_device(const device_attr_t& attr) override
   {
-    return std::make_unique<ofi_device_t>(domain_, info_, attr);
+    return std::make_unique<ofi_device_t>(domain_, info_, attr, network_flags_);
   }
 
  private:
+  uint64_t network_flags_ = 0;
   fi_info* info_ = nullptr;
   fid_fabric* fabric_ = nullptr;
   fid_domain* domain_ = nullptr;

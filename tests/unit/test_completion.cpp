@@ -1,0 +1,282 @@
+// Completion semantics, to self: comp_semantic memory vs network,
+// test_drained / wait_drained, counters and user completion objects as local
+// and remote completions, user_context on every completion path, and user
+// packets (get_upacket / put_upacket).
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "lci_test_common.hpp"
+
+namespace
+{
+
+using lci_test::fill_pattern;
+using lci_test::first_pattern_mismatch;
+using lci_test::LciTest;
+using lci_test::pop_wait;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+const lci::comp_semantic_t kNetwork = lci::comp_semantic_t::network;
+
+static_assert(lci::comp_semantic_t::buffer == lci::comp_semantic_t::memory,
+              "buffer is the LCI 2.x name of memory");
+
+// The boundary sizes of the inject and eager protocols.
+std::vector<size_t> boundary_sizes()
+{
+  size_t inject = lci::get_g_runtime().get_attr_max_inject_size();
+  return {0, 1, 8, inject, inject + 1, lci::get_max_bcopy_size()};
+}
+
+// A user completion object that records every status it is given.
+class recording_comp_t : public lci::comp_impl_t
+{
+ public:
+  void signal(lci::status_t s) override
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    statuses_.push_back(s);
+  }
+  std::vector<lci::status_t> take()
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    std::vector<lci::status_t> out;
+    out.swap(statuses_);
+    return out;
+  }
+  size_t count()
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    return statuses_.size();
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<lci::status_t> statuses_;
+};
+
+// Receives the message with `tag` (blocking) and checks its payload.
+void expect_received(lci::tag_t tag, size_t size, uint64_t seed,
+                     lci::device_t device = lci::device_t())
+{
+  std::vector<unsigned char> in(size + 8, 0);
+  lci::status_t r =
+      lci::post_recv_x(0, in.data(), in.size(), tag, lci::COMP_NULL)
+          .device(device)();
+  ASSERT_TRUE(r.is_done()) << r.error.get_str();
+  EXPECT_EQ(r.size, size) << "tag " << tag;
+  EXPECT_EQ(first_pattern_mismatch(in.data(), size, seed), -1) << "tag " << tag;
+}
+
+// ---------------------------------------------------------------------------
+// comp_semantic
+
+// memory (the default, also spelled buffer): a buffer-copy send is complete
+// on return.
+TEST_F(LciTest, CompSemanticMemorySendsAreDoneAtOnce)
+{
+  lci::comp_t cq = lci::alloc_cq();
+  for (size_t size : boundary_sizes()) {
+    std::vector<unsigned char> out(size + 1);
+    fill_pattern(out.data(), size, size);
+    for (lci::comp_semantic_t sem :
+         {lci::comp_semantic_t::memory, lci::comp_semantic_t::buffer}) {
+      lci::status_t s = lci_test::post_retry([&] {
+        return lci::post_send_x(0, out.data(), size, 7, cq)
+            .comp_semantic(sem)();
+      });
+      EXPECT_TRUE(s.is_done()) << size << ": " << s.error.get_str();
+      expect_received(7, size, size);
+    }
+  }
+  lci_test::progress_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(lci::cq_pop(cq).is_retry()) << "a done send was signalled";
+  lci::free_comp(&cq);
+}
+
+// network: never done at once; the completion object is signalled exactly
+// once with the send's status when the network reports completion, for
+// sends and active messages of every eager size (inject sizes included).
+class NetworkSemantic : public LciTest,
+                        public ::testing::WithParamInterface<bool>
+{
+};
+
+TEST_P(NetworkSemantic, PostedThenSignalledOnceWithTheStatus)
+{
+  const bool am = GetParam();
+  lci::comp_t local = lci::alloc_cq();
+  lci::comp_t target = lci::alloc_cq();
+  lci::rcomp_t rcomp = lci::register_rcomp(target);
+  for (size_t size : boundary_sizes()) {
+    const lci::tag_t tag = 300 + size;
+    const uint64_t seed = 9000 + size;
+    std::vector<unsigned char> out(size + 1);
+    fill_pattern(out.data(), size, seed);
+    int ctx = 0;
+    lci::status_t s = lci_test::post_retry([&] {
+      return lci::post_comm_x(lci::direction_t::OUT, 0, out.data(), size, local)
+          .tag(tag)
+          .remote_comp(am ? rcomp : lci::RCOMP_NULL)
+          .user_context(&ctx)
+          .comp_semantic(kNetwork)();
+    });
+    ASSERT_TRUE(s.is_posted()) << size << ": " << s.error.get_str();
+    lci::status_t c = pop_wait(local);
+    ASSERT_TRUE(c.is_done()) << size << ": no network completion";
+    EXPECT_EQ(c.rank, 0);
+    EXPECT_EQ(c.tag, tag);
+    EXPECT_EQ(c.size, size);
+    EXPECT_EQ(c.buffer, out.data());
+    EXPECT_EQ(c.user_context, &ctx);
+    if (am) {
+      lci::status_t t = pop_wait(target);
+      ASSERT_TRUE(t.is_done()) << size << ": the active message never came";
+      EXPECT_EQ(t.size, size);
+      EXPECT_EQ(t.tag, tag);
+      EXPECT_EQ(first_pattern_mismatch(t.buffer, size, seed), -1);
+      std::free(t.buffer);
+    } else {
+      expect_received(tag, size, seed);
+    }
+  }
+  lci_test::progress_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(lci::cq_pop(local).is_retry()) << "signalled more than once";
+  EXPECT_TRUE(lci::cq_pop(target).is_retry()) << "delivered more than once";
+  lci::deregister_rcomp(rcomp);
+  lci::free_comp(&local);
+  lci::free_comp(&target);
+}
+
+INSTANTIATE_TEST_SUITE_P(SendAndAm, NetworkSemantic, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "ActiveMessage"
+                                                         : "Send");
+                         });
+
+// COMP_NULL (and allow_posted(false)) with network: the call blocks until
+// the network completion and returns done; nothing is signalled.
+TEST_F(LciTest, CompSemanticNetworkBlockingCalls)
+{
+  const size_t size = 100;
+  std::vector<unsigned char> out(size);
+  fill_pattern(out.data(), size, 5);
+  int ctx = 0;
+  lci::status_t s = lci::post_send_x(0, out.data(), size, 5, lci::COMP_NULL)
+                        .comp_semantic(kNetwork)
+                        .user_context(&ctx)();
+  ASSERT_TRUE(s.is_done()) << s.error.get_str();
+  EXPECT_EQ(s.size, size);
+  EXPECT_EQ(s.tag, 5u);
+  EXPECT_EQ(s.buffer, out.data());
+  EXPECT_EQ(s.user_context, &ctx);
+  expect_received(5, size, 5);
+
+  lci::comp_t cq = lci::alloc_cq();
+  s = lci::post_send_x(0, out.data(), size, 6, cq)
+          .comp_semantic(kNetwork)
+          .allow_posted(false)();
+  ASSERT_TRUE(s.is_done()) << s.error.get_str();
+  EXPECT_EQ(s.tag, 6u);
+  expect_received(6, size, 5);
+  lci_test::progress_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(lci::cq_pop(cq).is_retry()) << "a blocking call signalled";
+  lci::free_comp(&cq);
+}
+
+// A receive completes when its data is in the buffer; comp_semantic does
+// not change that.
+TEST_F(LciTest, CompSemanticDoesNotChangeReceives)
+{
+  const size_t size = 64;
+  std::vector<unsigned char> out(size), in(size);
+  fill_pattern(out.data(), size, 11);
+  lci::comp_t cq = lci::alloc_cq();
+  lci::status_t r =
+      lci::post_recv_x(0, in.data(), size, 11, cq).comp_semantic(kNetwork)();
+  ASSERT_TRUE(r.is_posted()) << r.error.get_str();
+  ASSERT_TRUE(
+      lci::post_send(0, out.data(), size, 11, lci::COMP_NULL).is_done());
+  lci::status_t c = pop_wait(cq);
+  ASSERT_TRUE(c.is_done());
+  EXPECT_EQ(c.size, size);
+  EXPECT_EQ(first_pattern_mismatch(in.data(), size, 11), -1);
+  lci::free_comp(&cq);
+}
+
+// A network send that meets an empty packet pool with allow_retry(false)
+// goes to the backlog: posted_backlog, the buffer is free at once, and the
+// completion (naming the user's buffer) comes when the queued copy has
+// completed on the network.
+TEST_F(LciTest, CompSemanticNetworkThroughTheBacklog)
+{
+  lci::packet_pool_t pool = lci::alloc_packet_pool_x().npackets(1)();
+  const size_t size = 500;
+  std::vector<unsigned char> a(size), b(size);
+  fill_pattern(a.data(), size, 21);
+  fill_pattern(b.data(), size, 22);
+  recording_comp_t rec;
+  lci::comp_t comp(&rec);
+  int ctx_a = 0, ctx_b = 0;
+
+  // the network send holds the pool's only packet until progress sees its
+  // completion
+  lci::status_t sa = lci_test::post_retry([&] {
+    return lci::post_send_x(0, a.data(), size, 21, comp)
+        .packet_pool(pool)
+        .comp_semantic(kNetwork)
+        .user_context(&ctx_a)();
+  });
+  ASSERT_TRUE(sa.is_posted()) << sa.error.get_str();
+  lci::status_t sb = lci::post_send_x(0, b.data(), size, 22, comp)
+                         .packet_pool(pool)
+                         .comp_semantic(kNetwork)
+                         .user_context(&ctx_b)
+                         .allow_retry(false)();
+  ASSERT_EQ(sb.error.errorcode, lci::errorcode_t::posted_backlog)
+      << sb.error.get_str();
+  EXPECT_EQ(rec.count(), 0u) << "signalled before the network completed";
+  std::vector<unsigned char> b_orig = b;
+  std::fill(b.begin(), b.end(), 0);  // the buffer is the user's again
+
+  ASSERT_TRUE(lci_test::progress_until([&] { return rec.count() >= 2; }));
+  lci_test::progress_for(std::chrono::milliseconds(50));
+  std::vector<lci::status_t> st = rec.take();
+  ASSERT_EQ(st.size(), 2u);
+  for (const lci::status_t& s : st) {
+    EXPECT_TRUE(s.is_done());
+    EXPECT_EQ(s.size, size);
+    if (s.tag == 21) {
+      EXPECT_EQ(s.user_context, &ctx_a);
+      EXPECT_EQ(s.buffer, a.data());
+    } else {
+      EXPECT_EQ(s.tag, 22u);
+      EXPECT_EQ(s.user_context, &ctx_b);
+      EXPECT_EQ(s.buffer, b.data()) << "the status names the backlog's copy";
+    }
+  }
+  expect_received(21, size, 21);
+  expect_received(22, size, 22);
+  lci::free_packet_pool(&pool);
+}
+
+TEST_F(LciTest, CompSemanticBadArguments)
+{
+  char buf[8] = {};
+  std::string msg = lci_test::fatal_message([&] {
+    lci::post_send_x(0, buf, sizeof(buf), 1, lci::COMP_NULL_RETRY)
+        .comp_semantic(kNetwork)();
+  });
+  EXPECT_THAT(msg, AllOf(HasSubstr("post_comm"), HasSubstr("network"),
+                         HasSubstr("COMP_NULL_RETRY")));
+  msg = lci_test::fatal_message([&] {
+    lci::post_send_x(0, buf, sizeof(buf), 1, lci::COMP_NULL)
+        .comp_semantic(static_cast<lci::comp_semantic_t>(7))();
+  });
+  EXPECT_THAT(msg, AllOf(HasSubstr("post_comm"), HasSubstr("comp_semantic 7")));
+  lci_test::expect_sendrecv_works();
+}
+
+}  // namespace
