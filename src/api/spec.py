@@ -233,4 +233,10 @@ OPS = [
        doc="post_comm(OUT, ...) with a remote completion: an active message"),
     op("progress", "error_t", [RT, DEV],
        doc="make progress on a device: done if it did work, retry if not"),
+    op("test_drained", "error_t", [RT, DEV],
+       doc="done when nothing the device posted still waits for the network "
+       "(no send in flight, empty backlog; posted receives do not count), "
+       "else retry; makes no progress"),
+    op("wait_drained", "void", [RT, DEV],
+       doc="make progress on the device until test_drained is done"),
 ]

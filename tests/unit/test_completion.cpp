@@ -279,4 +279,133 @@ TEST_F(LciTest, CompSemanticBadArguments)
   lci_test::expect_sendrecv_works();
 }
 
+// ---------------------------------------------------------------------------
+// test_drained / wait_drained
+
+// Sends whose packet is in flight keep the device from being drained until
+// progress has seen their completions; posted receives and unexpected
+// messages do not count.
+TEST_F(LciTest, DrainedCountsSendsInFlightNotReceives)
+{
+  EXPECT_TRUE(lci::test_drained().is_done()) << "a fresh device is drained";
+  const size_t size = 1000;  // eager: each send holds a packet
+  ASSERT_GT(size, lci::get_g_runtime().get_attr_max_inject_size());
+  std::vector<unsigned char> out(size);
+  fill_pattern(out.data(), size, 3);
+  // a receive that waits for a peer does not keep the device busy
+  std::vector<unsigned char> in(size);
+  lci::comp_t rcq = lci::alloc_cq();
+  ASSERT_TRUE(lci::post_recv(0, in.data(), size, 99, rcq).is_posted());
+  EXPECT_TRUE(lci::test_drained().is_done());
+
+  constexpr int kSends = 20;
+  for (int i = 0; i < kSends; ++i) {
+    lci::status_t s = lci_test::post_retry(
+        [&] { return lci::post_send(0, out.data(), size, 3, lci::COMP_NULL); });
+    ASSERT_TRUE(s.is_done()) << s.error.get_str();
+    // no progress yet: the send's completion has not been seen
+    EXPECT_TRUE(lci::test_drained().is_retry()) << "send " << i;
+  }
+  lci::wait_drained();
+  EXPECT_TRUE(lci::test_drained().is_done());
+  // the messages are now unexpected: still drained
+  lci_test::progress_until_quiet();
+  EXPECT_TRUE(lci::test_drained().is_done());
+  for (int i = 0; i < kSends; ++i) expect_received(3, size, 3);
+
+  // the waiting receive completes, and the device stays drained
+  ASSERT_TRUE(
+      lci::post_send(0, out.data(), size, 99, lci::COMP_NULL).is_done());
+  ASSERT_TRUE(pop_wait(rcq).is_done());
+  lci::wait_drained();
+  EXPECT_TRUE(lci::test_drained().is_done());
+  lci::free_comp(&rcq);
+}
+
+// The backlog counts; when wait_drained returns, every completion of the
+// drained sends has been signalled.
+TEST_F(LciTest, DrainedCountsTheBacklogAndSignalsComeFirst)
+{
+  lci::packet_pool_t pool = lci::alloc_packet_pool_x().npackets(1)();
+  const size_t size = 300;
+  std::vector<unsigned char> out(size);
+  fill_pattern(out.data(), size, 4);
+  recording_comp_t rec;
+  lci::comp_t comp(&rec);
+  ASSERT_TRUE(lci_test::post_retry([&] {
+                return lci::post_send_x(0, out.data(), size, 41, comp)
+                    .packet_pool(pool)
+                    .comp_semantic(kNetwork)();
+              }).is_posted());
+  lci::status_t s = lci::post_send_x(0, out.data(), size, 42, comp)
+                        .packet_pool(pool)
+                        .allow_done(false)
+                        .allow_retry(false)();
+  ASSERT_EQ(s.error.errorcode, lci::errorcode_t::posted_backlog);
+  EXPECT_TRUE(lci::test_drained().is_retry());
+  lci::wait_drained();
+  EXPECT_TRUE(lci::test_drained().is_done());
+  // no progress in between: the signals came before the drain
+  EXPECT_EQ(rec.count(), 2u);
+  expect_received(41, size, 4);
+  expect_received(42, size, 4);
+  lci::free_packet_pool(&pool);
+}
+
+// device and runtime select what is tested: another device, another runtime.
+TEST_F(LciTest, DrainedPerDeviceAndPerRuntime)
+{
+  const size_t size = 1000;
+  std::vector<unsigned char> out(size);
+  fill_pattern(out.data(), size, 6);
+
+  lci::device_t dev = lci::alloc_device();
+  ASSERT_TRUE(lci_test::post_retry(
+                  [&] {
+                    return lci::post_send_x(0, out.data(), size, 6,
+                                            lci::COMP_NULL_RETRY)
+                        .device(dev)();
+                  },
+                  dev)
+                  .is_done());
+  EXPECT_TRUE(lci::test_drained_x().device(dev)().is_retry());
+  EXPECT_TRUE(lci::test_drained().is_done()) << "the default device is idle";
+  lci::wait_drained_x().device(dev)();
+  EXPECT_TRUE(lci::test_drained_x().device(dev)().is_done());
+  expect_received(6, size, 6, dev);
+
+  lci::runtime_t rt = lci::alloc_runtime();
+  ASSERT_TRUE(lci_test::post_retry(
+                  [&] {
+                    return lci::post_send_x(0, out.data(), size, 6,
+                                            lci::COMP_NULL_RETRY)
+                        .runtime(rt)();
+                  },
+                  lci::device_t(), rt)
+                  .is_done());
+  EXPECT_TRUE(lci::test_drained_x().runtime(rt)().is_retry());
+  EXPECT_TRUE(lci::test_drained().is_done());
+  lci::wait_drained_x().runtime(rt)();
+  EXPECT_TRUE(lci::test_drained_x().runtime(rt)().is_done());
+  {
+    std::vector<unsigned char> in(size);
+    lci::status_t r =
+        lci::post_recv_x(0, in.data(), size, 6, lci::COMP_NULL).runtime(rt)();
+    ASSERT_TRUE(r.is_done());
+    EXPECT_EQ(first_pattern_mismatch(in.data(), size, 6), -1);
+  }
+  lci::free_runtime(&rt);
+  lci::free_device(&dev);
+
+  // a runtime without a default device has nothing to test
+  lci::runtime_t bare = lci::alloc_runtime_x().alloc_default_device(false)();
+  EXPECT_THAT(
+      lci_test::fatal_message([&] { lci::test_drained_x().runtime(bare)(); }),
+      HasSubstr("test_drained"));
+  EXPECT_THAT(
+      lci_test::fatal_message([&] { lci::wait_drained_x().runtime(bare)(); }),
+      HasSubstr("wait_drained"));
+  lci::free_runtime(&bare);
+}
+
 }  // namespace
