@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <typeinfo>
 
 #include "lci.hpp"
 
@@ -24,6 +25,13 @@ class counter_impl_t final : public comp_impl_t
  private:
   std::atomic<int64_t> value_{0};
 };
+
+// Whether `comp` is a built-in counter (it ignores the statuses it is
+// given, so an active message to it keeps no copy of its payload).
+inline bool is_counter(const comp_impl_t* comp)
+{
+  return typeid(*comp) == typeid(counter_impl_t);
+}
 
 }  // namespace lci
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <exception>
 
+#include "comp/counter.hpp"
 #include "comp/sync.hpp"
 #include "core/protocol.hpp"
 #include "core/recv.hpp"
@@ -54,7 +55,8 @@ void deliver_am(runtime_impl_t* rt, const msg_header_t& hdr, packet_t* pkt,
                       ", which is not registered here");
   }
   void* buf = nullptr;
-  if (size > 0) {
+  // a counter only counts: nobody would free a copy of the payload
+  if (size > 0 && !is_counter(comp)) {
     buf = std::malloc(size);
     if (!buf) {
       packet_pool_impl_t::put(pkt);

@@ -3,6 +3,7 @@
 // and remote completions, user_context on every completion path, and user
 // packets (get_upacket / put_upacket).
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -406,6 +407,291 @@ TEST_F(LciTest, DrainedPerDeviceAndPerRuntime)
       lci_test::fatal_message([&] { lci::wait_drained_x().runtime(bare)(); }),
       HasSubstr("wait_drained"));
   lci::free_runtime(&bare);
+}
+
+// ---------------------------------------------------------------------------
+// counters as local and remote completions
+
+// A counter as the local completion counts exactly the posts that were
+// posted (signalled), never the ones that were done.
+TEST_F(LciTest, CounterAsLocalCompletion)
+{
+  lci::comp_t counter = lci::alloc_counter();
+  const size_t size = 200;
+  std::vector<unsigned char> out(size);
+  fill_pattern(out.data(), size, 12);
+  constexpr int kEach = 50;
+  int posted = 0;
+  for (int i = 0; i < kEach; ++i) {
+    // done: not counted
+    lci::status_t s = lci_test::post_retry(
+        [&] { return lci::post_send(0, out.data(), size, 12, counter); });
+    ASSERT_TRUE(s.is_done());
+    // allow_done(false) and network: posted, counted once each
+    s = lci_test::post_retry([&] {
+      return lci::post_send_x(0, out.data(), size, 12, counter)
+          .allow_done(false)();
+    });
+    ASSERT_TRUE(s.is_posted());
+    ++posted;
+    s = lci_test::post_retry([&] {
+      return lci::post_send_x(0, out.data(), size, 12, counter)
+          .comp_semantic(kNetwork)();
+    });
+    ASSERT_TRUE(s.is_posted());
+    ++posted;
+  }
+  // posted receives count too
+  std::vector<std::vector<unsigned char>> in(3 * kEach,
+                                             std::vector<unsigned char>(size));
+  int recvs = 0;
+  for (auto& b : in) {
+    lci::status_t r = lci::post_recv(0, b.data(), size, 12, counter);
+    if (r.is_posted()) ++recvs;
+  }
+  ASSERT_TRUE(lci_test::progress_until(
+      [&] { return lci::counter_get(counter) >= posted + recvs; }));
+  lci::wait_drained();
+  lci_test::progress_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(lci::counter_get(counter), posted + recvs);
+  for (auto& b : in) EXPECT_EQ(first_pattern_mismatch(b.data(), size, 12), -1);
+  lci::free_comp(&counter);
+}
+
+// A counter as the remote completion of active messages counts arrivals,
+// from several threads, of every size (the payload is not kept: nothing to
+// free, nothing leaks).
+TEST_F(LciTest, CounterAsRemoteCompletion)
+{
+  lci::comp_t counter = lci::alloc_counter();
+  lci::rcomp_t rcomp = lci::register_rcomp(counter);
+  const std::vector<size_t> sizes = boundary_sizes();
+  constexpr int kThreads = 4, kPerThread = 60;
+  std::vector<unsigned char> out(lci::get_max_bcopy_size());
+  fill_pattern(out.data(), out.size(), 1);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        size_t size = sizes[(t + i) % sizes.size()];
+        lci::status_t s;
+        do {
+          s = lci::post_am(0, out.data(), size, lci::COMP_NULL_RETRY, rcomp);
+          lci::progress();
+        } while (s.is_retry());
+      }
+    });
+  for (auto& th : threads) th.join();
+  const int64_t total = kThreads * kPerThread;
+  ASSERT_TRUE(lci_test::progress_until(
+      [&] { return lci::counter_get(counter) >= total; }));
+  lci_test::progress_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(lci::counter_get(counter), total);
+  lci::deregister_rcomp(rcomp);
+  lci::free_comp(&counter);
+}
+
+// ---------------------------------------------------------------------------
+// user completion objects (subclasses of comp_impl_t), local and remote
+
+// A subclass that counts signals per tag and frees active-message buffers
+// after checking them.
+class checking_comp_t : public lci::comp_impl_t
+{
+ public:
+  explicit checking_comp_t(bool owns_buffers) : owns_(owns_buffers) {}
+  void signal(lci::status_t s) override
+  {
+    bool ok =
+        s.is_done() && s.rank == 0 &&
+        (s.size == 0 || first_pattern_mismatch(s.buffer, s.size, s.tag) == -1);
+    if (owns_) std::free(s.buffer);
+    std::lock_guard<std::mutex> g(mu_);
+    ++per_tag_[s.tag];
+    if (!ok) ++bad_;
+    ++total_;
+  }
+  int total()
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    return total_;
+  }
+  int bad()
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    return bad_;
+  }
+  int count(lci::tag_t tag)
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    return per_tag_[tag];
+  }
+
+ private:
+  bool owns_;
+  std::mutex mu_;
+  std::map<lci::tag_t, int> per_tag_;
+  int bad_ = 0, total_ = 0;
+};
+
+// Several threads send active messages (one tag per message) whose local
+// completion is one user object and whose remote completion is another:
+// every message is signalled exactly once on each side, with its payload.
+TEST_F(LciTest, UserCompletionObjectLocalAndRemoteFromThreads)
+{
+  checking_comp_t local(false), remote(true);
+  lci::comp_t lcomp(&local);
+  lci::rcomp_t rcomp = lci::register_rcomp(lci::comp_t(&remote));
+  constexpr int kThreads = 4, kPerThread = 40;
+  const std::vector<size_t> sizes = boundary_sizes();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        lci::tag_t tag = t * 1000 + i;
+        size_t size = sizes[i % sizes.size()];
+        std::vector<unsigned char> buf(size + 1);
+        fill_pattern(buf.data(), size, tag);
+        lci::status_t s;
+        do {
+          s = lci::post_am_x(0, buf.data(), size, lcomp, rcomp)
+                  .tag(tag)
+                  .allow_done(false)
+                  .comp_semantic(i % 2 ? kNetwork
+                                       : lci::comp_semantic_t::memory)();
+          lci::progress();
+        } while (s.is_retry());
+        // network sends read the buffer until their completion: wait for it
+        if (i % 2)
+          while (local.count(tag) == 0) lci::progress();
+      }
+    });
+  for (auto& th : threads) th.join();
+  const int total = kThreads * kPerThread;
+  ASSERT_TRUE(lci_test::progress_until(
+      [&] { return local.total() >= total && remote.total() >= total; }));
+  lci_test::progress_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(local.total(), total);
+  EXPECT_EQ(remote.total(), total);
+  EXPECT_EQ(remote.bad(), 0) << "wrong payload or status at the target";
+  for (int t = 0; t < kThreads; ++t)
+    for (int i = 0; i < kPerThread; ++i) {
+      EXPECT_EQ(local.count(t * 1000 + i), 1);
+      EXPECT_EQ(remote.count(t * 1000 + i), 1);
+    }
+  lci::deregister_rcomp(rcomp);
+}
+
+// ---------------------------------------------------------------------------
+// user_context reaches every completion
+
+TEST_F(LciTest, UserContextOnEveryCompletionPath)
+{
+  recording_comp_t rec;
+  lci::comp_t comp(&rec);
+  lci::comp_t target = lci::alloc_cq();
+  lci::rcomp_t rcomp = lci::register_rcomp(target);
+  lci::packet_pool_t tiny = lci::alloc_packet_pool_x().npackets(1)();
+  const size_t small = 8, eager = 1000;
+  std::vector<unsigned char> out(eager);
+  fill_pattern(out.data(), eager, 1);
+  std::vector<unsigned char> in(eager);
+  int ctx[16];
+  std::vector<void*> returned;  // contexts seen in returned statuses
+
+  auto send = [&](size_t size, int k) {
+    return lci::post_send_x(0, out.data(), size, 50 + k, comp)
+        .user_context(&ctx[k]);
+  };
+  // 0: inject, done (returned status)
+  lci::status_t s = lci_test::post_retry([&] { return send(small, 0)(); });
+  ASSERT_TRUE(s.is_done());
+  returned.push_back(s.user_context);
+  // 1: eager, done
+  s = lci_test::post_retry([&] { return send(eager, 1)(); });
+  ASSERT_TRUE(s.is_done());
+  returned.push_back(s.user_context);
+  // 2, 3: allow_done(false), inject and eager (signalled)
+  ASSERT_TRUE(lci_test::post_retry([&] {
+                return send(small, 2).allow_done(false)();
+              }).is_posted());
+  ASSERT_TRUE(lci_test::post_retry([&] {
+                return send(eager, 3).allow_done(false)();
+              }).is_posted());
+  // 4: network (signalled)
+  ASSERT_TRUE(lci_test::post_retry([&] {
+                return send(small, 4).comp_semantic(kNetwork)();
+              }).is_posted());
+  // 5: COMP_NULL, network (returned)
+  s = lci::post_send_x(0, out.data(), small, 55, lci::COMP_NULL)
+          .comp_semantic(kNetwork)
+          .user_context(&ctx[5])();
+  ASSERT_TRUE(s.is_done());
+  returned.push_back(s.user_context);
+  // 6, 7: through the backlog, memory and network (signalled)
+  ASSERT_TRUE(lci_test::post_retry([&] {
+                return send(eager, 15).packet_pool(tiny).comp_semantic(
+                    kNetwork)();
+              }).is_posted());  // holds the tiny pool's packet
+  ASSERT_EQ(send(eager, 6)
+                .packet_pool(tiny)
+                .allow_done(false)
+                .allow_retry(false)()
+                .error.errorcode,
+            lci::errorcode_t::posted_backlog);
+  ASSERT_EQ(send(eager, 7)
+                .packet_pool(tiny)
+                .comp_semantic(kNetwork)
+                .allow_retry(false)()
+                .error.errorcode,
+            lci::errorcode_t::posted_backlog);
+  // 8: an active message's local completion (signalled); the target's
+  // status carries no user_context
+  ASSERT_TRUE(lci_test::post_retry([&] {
+                return lci::post_am_x(0, out.data(), small, comp, rcomp)
+                    .user_context(&ctx[8])
+                    .allow_done(false)();
+              }).is_posted());
+  lci::status_t t = pop_wait(target);
+  ASSERT_TRUE(t.is_done());
+  EXPECT_EQ(t.user_context, nullptr);
+  std::free(t.buffer);
+  lci::wait_drained();
+
+  // receives: 9 done (unexpected, returned), 10 blocking (returned)
+  s = lci::post_recv_x(0, in.data(), eager, 50, comp).user_context(&ctx[9])();
+  ASSERT_TRUE(s.is_done());
+  returned.push_back(s.user_context);
+  s = lci::post_recv_x(0, in.data(), eager, 51, lci::COMP_NULL)
+          .user_context(&ctx[10])();
+  ASSERT_TRUE(s.is_done());
+  returned.push_back(s.user_context);
+  // 11: a posted receive (signalled)
+  ASSERT_TRUE(lci::post_recv_x(0, in.data(), eager, 61, comp)
+                  .user_context(&ctx[11])()
+                  .is_posted());
+  ASSERT_TRUE(
+      lci::post_send(0, out.data(), small, 61, lci::COMP_NULL).is_done());
+  ASSERT_TRUE(lci_test::progress_until([&] { return rec.count() >= 7; }));
+  lci_test::progress_for(std::chrono::milliseconds(20));
+
+  std::vector<void*> signalled;
+  for (const lci::status_t& st : rec.take())
+    signalled.push_back(st.user_context);
+  EXPECT_THAT(returned, ::testing::UnorderedElementsAre(
+                            &ctx[0], &ctx[1], &ctx[5], &ctx[9], &ctx[10]));
+  EXPECT_THAT(signalled, ::testing::UnorderedElementsAre(
+                             &ctx[2], &ctx[3], &ctx[4], &ctx[6], &ctx[7],
+                             &ctx[8], &ctx[11], &ctx[15]));
+  // drain the matching engine: the messages nobody received yet
+  for (int k : {2, 3, 4, 6, 7, 15}) {
+    lci::status_t r =
+        lci::post_recv(0, in.data(), eager, 50 + k, lci::COMP_NULL);
+    EXPECT_TRUE(r.is_done()) << k;
+  }
+  lci::deregister_rcomp(rcomp);
+  lci::free_comp(&target);
+  lci::free_packet_pool(&tiny);
 }
 
 }  // namespace
