@@ -127,6 +127,15 @@ OPS = [
     op("free_packet_pool", "void", [pos("packet_pool_t*", "packet_pool"),
                                      RT]),
     op("get_default_packet_pool", "packet_pool_t", [RT]),
+    op("get_upacket", "void*",
+       [RT, opt("packet_pool_t", "packet_pool", "packet_pool_t()")],
+       doc="a packet's payload buffer (get_max_bcopy_size bytes) for the "
+       "user to fill and post as the buffer of a send or active message, "
+       "which then sends it without a copy and returns it to its pool at "
+       "completion; nullptr when the pool is empty. Until a post succeeds "
+       "the packet is the caller's (give it back with put_upacket)"),
+    op("put_upacket", "void", [pos("void*", "packet"), RT],
+       doc="return a packet from get_upacket that was not posted"),
     op("get_max_bcopy_size", "size_t",
        [RT, opt("packet_pool_t", "packet_pool", "packet_pool_t()")],
        doc="largest payload sent with the eager (buffer-copy) protocol"),

@@ -66,6 +66,7 @@ struct post_args_t {
   matching_policy_t policy;
   comp_semantic_t semantic;
   comp_impl_t* comp;  // the local completion (signalled by network sends)
+  packet_t* upacket;  // the user packet that is the buffer, else nullptr
 };
 
 status_t done_status(const post_args_t& a)
@@ -96,22 +97,37 @@ status_t post_out(const post_args_t& a)
 
   // fi_inject has no completion: a send with comp_semantic network takes a
   // packet whatever its size
+  // a user packet has room for the header in front of its payload: it is
+  // sent as it is
   if (wire <= a.rt->max_inject_wire && !network) {
     alignas(16) char tmp[kMaxInjectWire];
-    std::memcpy(tmp, &hdr, sizeof(hdr));
-    if (a.size) std::memcpy(tmp + sizeof(hdr), a.buffer, a.size);
-    error_t e = a.dev->net->post_inject(a.rank, tmp, wire);
+    char* out = a.upacket ? a.upacket->data() : tmp;
+    std::memcpy(out, &hdr, sizeof(hdr));
+    if (a.size && !a.upacket) std::memcpy(tmp + sizeof(hdr), a.buffer, a.size);
+    error_t e = a.dev->net->post_inject(a.rank, out, wire);
     if (e.is_retry()) return status_t(e.errorcode);
+    if (a.upacket) {
+      a.upacket->user_owned.store(false, std::memory_order_relaxed);
+      packet_pool_impl_t::put(a.upacket);
+    }
     return done_status(a);
   }
-  packet_t* p = a.pool->get();
+  packet_t* p = a.upacket ? a.upacket : a.pool->get();
   if (!p) return status_t(errorcode_t::retry_nopacket);
   std::memcpy(p->data(), &hdr, sizeof(hdr));
-  if (a.size) std::memcpy(p->data() + sizeof(hdr), a.buffer, a.size);
+  if (a.size && !a.upacket)
+    std::memcpy(p->data() + sizeof(hdr), a.buffer, a.size);
+  // the library owns a user packet before posting it: its completion may
+  // recycle it at once (a packet from the backlog is the library's already)
+  const bool was_owned = a.upacket && a.upacket->user_owned.exchange(
+                                          false, std::memory_order_relaxed);
   error_t e = post_packet(a.dev, a.rank, p, wire, network ? a.comp : nullptr,
                           done_status(a));
   if (e.is_retry()) {
-    packet_pool_impl_t::put(p);
+    if (!a.upacket)
+      packet_pool_impl_t::put(p);
+    else if (was_owned)
+      p->user_owned.store(true, std::memory_order_relaxed);
     return status_t(e.errorcode);
   }
   status_t s = done_status(a);
@@ -277,13 +293,19 @@ class origin_buffer_comp_t final : public comp_impl_t
 // comes at the send's network completion.
 status_t post_backlog(const post_args_t& a, comp_impl_t* comp, bool signal)
 {
-  auto data = std::make_shared<std::vector<char>>(
-      static_cast<char*>(a.buffer), static_cast<char*>(a.buffer) + a.size);
   post_args_t queued = a;
-  queued.buffer = data->data();
+  std::shared_ptr<std::vector<char>> data;
+  if (a.upacket) {
+    // a user packet is queued itself: from here on it is the library's
+    a.upacket->user_owned.store(false, std::memory_order_relaxed);
+  } else {
+    data = std::make_shared<std::vector<char>>(
+        static_cast<char*>(a.buffer), static_cast<char*>(a.buffer) + a.size);
+    queued.buffer = data->data();
+  }
   if (a.semantic == comp_semantic_t::network) {
     signal = false;
-    queued.comp = new origin_buffer_comp_t(comp, a.buffer);
+    if (!a.upacket) queued.comp = new origin_buffer_comp_t(comp, a.buffer);
   }
   status_t result = done_status(a);
   a.dev->backlog.push([queued, data, comp, signal, result]() -> error_t {
@@ -300,6 +322,26 @@ status_t post_backlog(const post_args_t& a, comp_impl_t* comp, bool signal)
                      ? errorcode_t::posted_backlog
                      : errorcode_t::done_backlog;
   return result;
+}
+
+// The user packet (get_upacket) that is the buffer of a send, if any: a
+// packet of the post's pool, the device's pool or the runtime's default pool
+// whose payload starts at the buffer. A packet the caller does not own
+// (posted already, or put back) is an error.
+packet_t* find_user_packet(const post_args_t& a, const char* call)
+{
+  packet_pool_impl_t* pools[] = {a.pool, a.dev->pool, a.rt->default_pool};
+  for (packet_pool_impl_t* pool : pools) {
+    if (!pool) continue;
+    packet_t* p = pool->upacket_of(a.buffer);
+    if (!p) continue;
+    if (!p->user_owned.load(std::memory_order_relaxed))
+      util::throw_fatal(call, ": buffer ", a.buffer,
+                        " is a packet that is not the caller's (posted "
+                        "already, or given back with put_upacket?)");
+    return p;
+  }
+  return nullptr;
 }
 
 size_t eager_limit(packet_pool_impl_t* send_pool, device_impl_t* dev)
@@ -354,6 +396,7 @@ status_t post_comm_x::call_impl(direction_t direction, int rank,
   a.policy = matching_policy;
   a.semantic = comp_semantic;
   a.comp = local_comp.p_impl;
+  a.upacket = nullptr;
 
   const bool in = direction == direction_t::IN;
   if (in && remote_comp != RCOMP_NULL)
@@ -374,6 +417,10 @@ status_t post_comm_x::call_impl(direction_t direction, int rank,
     util::throw_fatal(call,
                       ": no matching engine given and the runtime has "
                       "none");
+  if (!in && local_buffer) {
+    a.upacket = find_user_packet(a, call);
+    if (a.upacket) a.pool = a.upacket->pool;  // its size bounds the message
+  }
   if (!in) {
     size_t limit = eager_limit(a.pool, a.dev);
     if (size > limit)

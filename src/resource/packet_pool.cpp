@@ -145,6 +145,18 @@ packet_pool_impl_t::packet_pool_impl_t(const packet_pool_attr_t& a) : attr(a)
   }
 }
 
+static_assert(packet_pool_impl_t::kUpacketOffset == sizeof(msg_header_t),
+              "a user packet's payload follows the wire header");
+
+packet_t* packet_pool_impl_t::find_upacket(const void* payload)
+{
+  live_pools_t& lp = live_pools();
+  std::lock_guard<std::mutex> g(lp.mu);
+  for (auto& e : lp.pools)
+    if (packet_t* p = e.second->upacket_of(payload)) return p;
+  return nullptr;
+}
+
 packet_pool_impl_t::~packet_pool_impl_t()
 {
   {

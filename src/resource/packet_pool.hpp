@@ -104,6 +104,8 @@ struct alignas(64) packet_t {
   // a send in flight with comp_semantic network: the core's record of the
   // completion object to signal at its send completion (else nullptr)
   void* send_comp = nullptr;
+  // handed to the user by get_upacket and not yet posted or put back
+  std::atomic<bool> user_owned{false};
   char* data() { return reinterpret_cast<char*>(this) + sizeof(packet_t); }
   static packet_t* from_data(void* d)
   {
@@ -128,6 +130,26 @@ class packet_pool_impl_t
   packet_t* get();
   // Returns p to its pool (p->pool), into the calling thread's deque.
   static void put(packet_t* p);
+
+  // User packets (get_upacket): the payload handed to the user starts this
+  // many bytes into the packet's data, leaving room for the wire header in
+  // front of it, so that the packet is sent as it is.
+  static constexpr size_t kUpacketOffset = 16;
+  // The packet of this pool whose user payload starts exactly at `payload`,
+  // else nullptr (two compares for an address outside the pool).
+  packet_t* upacket_of(const void* payload) const
+  {
+    auto addr = reinterpret_cast<uintptr_t>(payload);
+    auto first =
+        reinterpret_cast<uintptr_t>(slab_) + sizeof(packet_t) + kUpacketOffset;
+    if (addr < first || addr >= first + stride_ * attr.npackets) return nullptr;
+    uintptr_t off = addr - first;
+    if (off % stride_ != 0) return nullptr;
+    return reinterpret_cast<packet_t*>(slab_ + off);
+  }
+  // The same over every live pool (locked scan: put_upacket, not the
+  // critical path).
+  static packet_t* find_upacket(const void* payload);
   // Gives back every packet held by a receive pre-posted on `owner`.
   void reclaim_recvs(const void* owner);
   size_t count_free() const;

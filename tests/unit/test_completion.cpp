@@ -694,4 +694,284 @@ TEST_F(LciTest, UserContextOnEveryCompletionPath)
   lci::free_packet_pool(&tiny);
 }
 
+// ---------------------------------------------------------------------------
+// user packets
+
+// Gets a user packet, driving progress until the pool has one.
+void* get_upacket_wait(lci::packet_pool_t pool = lci::packet_pool_t())
+{
+  void* p = nullptr;
+  lci_test::progress_until([&] {
+    p = lci::get_upacket_x().packet_pool(pool)();
+    return p != nullptr;
+  });
+  return p;
+}
+
+// A user packet is filled in place and posted as the buffer of a send or an
+// active message of any eager size, with either completion semantic.
+class UserPacket : public LciTest,
+                   public ::testing::WithParamInterface<std::tuple<bool, bool>>
+{
+};
+
+TEST_P(UserPacket, FilledInPlaceAndSent)
+{
+  const bool am = std::get<0>(GetParam());
+  const bool network = std::get<1>(GetParam());
+  lci::comp_t local = lci::alloc_cq();
+  lci::comp_t target = lci::alloc_cq();
+  lci::rcomp_t rcomp = lci::register_rcomp(target);
+  for (size_t size : boundary_sizes()) {
+    const lci::tag_t tag = 700 + size;
+    void* up = get_upacket_wait();
+    ASSERT_NE(up, nullptr);
+    fill_pattern(up, size, tag);
+    int ctx = 0;
+    lci::status_t s = lci_test::post_retry([&] {
+      return lci::post_comm_x(lci::direction_t::OUT, 0, up, size, local)
+          .tag(tag)
+          .remote_comp(am ? rcomp : lci::RCOMP_NULL)
+          .user_context(&ctx)
+          .comp_semantic(network ? kNetwork : lci::comp_semantic_t::memory)();
+    });
+    if (network) {
+      ASSERT_TRUE(s.is_posted()) << size << ": " << s.error.get_str();
+      s = pop_wait(local);
+    }
+    ASSERT_TRUE(s.is_done()) << size << ": " << s.error.get_str();
+    EXPECT_EQ(s.buffer, up);
+    EXPECT_EQ(s.size, size);
+    EXPECT_EQ(s.user_context, &ctx);
+    // the packet is the library's now: giving it back is an error
+    EXPECT_THAT(lci_test::fatal_message([&] { lci::put_upacket(up); }),
+                HasSubstr("put_upacket"));
+    if (am) {
+      lci::status_t t = pop_wait(target);
+      ASSERT_TRUE(t.is_done());
+      EXPECT_EQ(t.size, size);
+      EXPECT_EQ(first_pattern_mismatch(t.buffer, size, tag), -1);
+      std::free(t.buffer);
+    } else {
+      expect_received(tag, size, tag);
+    }
+  }
+  lci::wait_drained();
+  EXPECT_TRUE(lci::cq_pop(local).is_retry());
+  lci::deregister_rcomp(rcomp);
+  lci::free_comp(&local);
+  lci::free_comp(&target);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SendOrAmTimesSemantic, UserPacket,
+    ::testing::Combine(::testing::Bool(), ::testing::Bool()),
+    [](const ::testing::TestParamInfo<UserPacket::ParamType>& info) {
+      return std::string(std::get<0>(info.param) ? "ActiveMessage" : "Send") +
+             (std::get<1>(info.param) ? "_Network" : "_Memory");
+    });
+
+// The packet itself is sent: with every packet of a pool in the user's
+// hands, a plain send from that pool has no packet (retry) while the user
+// packets still go, and each comes back to its pool after its completion.
+TEST_F(LciTest, UserPacketIsSentWithoutAnotherPacket)
+{
+  constexpr int kPackets = 4;
+  lci::packet_pool_t pool = lci::alloc_packet_pool_x().npackets(kPackets)();
+  EXPECT_EQ(lci::get_max_bcopy_size_x().packet_pool(pool)(),
+            lci::get_max_bcopy_size());
+  const size_t size = 1000;  // eager
+  for (int round = 0; round < 3; ++round) {
+    std::vector<void*> ups;
+    for (int i = 0; i < kPackets; ++i) {
+      ups.push_back(lci::get_upacket_x().packet_pool(pool)());
+      ASSERT_NE(ups.back(), nullptr)
+          << "round " << round << ": packet " << i << " did not come back";
+    }
+    EXPECT_EQ(lci::get_upacket_x().packet_pool(pool)(), nullptr);
+    std::vector<unsigned char> plain(size);
+    lci::status_t s =
+        lci::post_send_x(0, plain.data(), size, 1, lci::COMP_NULL_RETRY)
+            .packet_pool(pool)();
+    EXPECT_EQ(s.error.errorcode, lci::errorcode_t::retry_nopacket);
+    for (int i = 0; i < kPackets; ++i) {
+      fill_pattern(ups[i], size, 800 + i);
+      s = lci_test::post_retry([&] {
+        return lci::post_send_x(0, ups[i], size, 800 + i, lci::COMP_NULL_RETRY)
+            .packet_pool(pool)();
+      });
+      ASSERT_TRUE(s.is_done()) << s.error.get_str();
+    }
+    lci::wait_drained();
+    for (int i = 0; i < kPackets; ++i) expect_received(800 + i, size, 800 + i);
+  }
+  lci::free_packet_pool(&pool);
+}
+
+// Recognition rule: a user packet is recognized when posted with its pool
+// (the post's packet_pool, the device's pool or the runtime's default
+// pool). Posted without, it is an ordinary buffer: copied, and still the
+// caller's.
+TEST_F(LciTest, UserPacketOfAnotherPoolIsAnOrdinaryBuffer)
+{
+  lci::packet_pool_t pool = lci::alloc_packet_pool_x().npackets(2)();
+  void* up = lci::get_upacket_x().packet_pool(pool)();
+  ASSERT_NE(up, nullptr);
+  fill_pattern(up, 100, 5);
+  ASSERT_TRUE(
+      lci::post_send(0, up, 100, 5, lci::COMP_NULL).is_done());  // default pool
+  expect_received(5, 100, 5);
+  lci::put_upacket(up);  // still the caller's
+  lci::free_packet_pool(&pool);
+}
+
+TEST_F(LciTest, UserPacketOwnershipErrors)
+{
+  void* up = get_upacket_wait();
+  ASSERT_NE(up, nullptr);
+  fill_pattern(up, 100, 6);
+  // too large for a packet: an error, and the packet stays the caller's
+  const size_t too_big = lci::get_max_bcopy_size() + 1;
+  EXPECT_THAT(lci_test::fatal_message(
+                  [&] { lci::post_send(0, up, too_big, 6, lci::COMP_NULL); }),
+              HasSubstr("post_comm"));
+  ASSERT_TRUE(lci::post_send(0, up, 100, 6, lci::COMP_NULL).is_done());
+  expect_received(6, 100, 6);
+  // posted: the caller may neither post it again nor put it back
+  EXPECT_THAT(lci_test::fatal_message(
+                  [&] { lci::post_send(0, up, 100, 6, lci::COMP_NULL); }),
+              AllOf(HasSubstr("post_comm"), HasSubstr("not the caller's")));
+  EXPECT_THAT(lci_test::fatal_message([&] { lci::put_upacket(up); }),
+              AllOf(HasSubstr("put_upacket"), HasSubstr("not the caller's")));
+  // put back twice
+  void* up2 = get_upacket_wait();
+  ASSERT_NE(up2, nullptr);
+  lci::put_upacket(up2);
+  EXPECT_THAT(lci_test::fatal_message([&] { lci::put_upacket(up2); }),
+              HasSubstr("put_upacket"));
+  // not packets at all
+  int local = 0;
+  EXPECT_THAT(lci_test::fatal_message([&] { lci::put_upacket(nullptr); }),
+              HasSubstr("put_upacket: null"));
+  EXPECT_THAT(lci_test::fatal_message([&] { lci::put_upacket(&local); }),
+              HasSubstr("not a packet"));
+  void* up3 = get_upacket_wait();
+  EXPECT_THAT(lci_test::fatal_message(
+                  [&] { lci::put_upacket(static_cast<char*>(up3) + 8); }),
+              HasSubstr("not a packet"));
+  lci::put_upacket(up3);
+  lci::wait_drained();
+  lci_test::expect_sendrecv_works();
+}
+
+// On retry the packet is still the caller's: it may post it again or put it
+// back. With allow_retry(false) the backlog takes the packet itself.
+TEST_F(LciTest, UserPacketOnRetryAndThroughTheBacklog)
+{
+  lci::packet_pool_t tiny = lci::alloc_packet_pool_x().npackets(1)();
+  const size_t size = 400;
+  std::vector<unsigned char> plain(size);
+  fill_pattern(plain.data(), size, 30);
+  lci::comp_t cq = lci::alloc_cq();
+  // a backlogged send (its packet is held by a network send in flight)
+  ASSERT_TRUE(lci_test::post_retry([&] {
+                return lci::post_send_x(0, plain.data(), size, 30, cq)
+                    .packet_pool(tiny)
+                    .comp_semantic(kNetwork)();
+              }).is_posted());
+  ASSERT_EQ(lci::post_send_x(0, plain.data(), size, 30, lci::COMP_NULL_RETRY)
+                .packet_pool(tiny)
+                .allow_retry(false)()
+                .error.errorcode,
+            lci::errorcode_t::done_backlog);
+
+  // a user packet behind the backlog: retry, and still the caller's
+  void* a = get_upacket_wait();
+  void* b = get_upacket_wait();
+  void* c = get_upacket_wait();
+  ASSERT_TRUE(a && b && c);
+  fill_pattern(a, size, 31);
+  fill_pattern(b, size, 32);
+  fill_pattern(c, size, 33);
+  lci::status_t s = lci::post_send(0, a, size, 31, lci::COMP_NULL_RETRY);
+  ASSERT_EQ(s.error.errorcode, lci::errorcode_t::retry_backlog);
+  lci::put_upacket(a);  // allowed: it is still the caller's
+  s = lci::post_send(0, b, size, 32, lci::COMP_NULL_RETRY);
+  ASSERT_TRUE(s.is_retry());
+  // allow_retry(false): queued as it is (done_backlog / posted_backlog with
+  // network), and the library's from now on
+  int ctx = 0;
+  s = lci::post_send_x(0, b, size, 32, lci::COMP_NULL_RETRY)
+          .allow_retry(false)();
+  ASSERT_EQ(s.error.errorcode, lci::errorcode_t::done_backlog);
+  EXPECT_THAT(lci_test::fatal_message([&] { lci::put_upacket(b); }),
+              HasSubstr("not the caller's"));
+  s = lci::post_send_x(0, c, size, 33, cq)
+          .comp_semantic(kNetwork)
+          .user_context(&ctx)
+          .allow_retry(false)();
+  ASSERT_EQ(s.error.errorcode, lci::errorcode_t::posted_backlog);
+  EXPECT_THAT(lci_test::fatal_message([&] { lci::put_upacket(c); }),
+              HasSubstr("not the caller's"));
+  lci::wait_drained();
+  // two network completions: the first send and c's
+  std::vector<lci::status_t> st;
+  for (lci::status_t x = lci::cq_pop(cq); !x.is_retry(); x = lci::cq_pop(cq))
+    st.push_back(x);
+  ASSERT_EQ(st.size(), 2u);
+  for (const lci::status_t& x : st)
+    if (x.tag == 33) {
+      EXPECT_EQ(x.buffer, c);
+      EXPECT_EQ(x.user_context, &ctx);
+    } else {
+      EXPECT_EQ(x.tag, 30u);
+    }
+  expect_received(30, size, 30);
+  expect_received(30, size, 30);
+  expect_received(32, size, 32);
+  expect_received(33, size, 33);
+  lci::free_comp(&cq);
+  lci::free_packet_pool(&tiny);
+}
+
+// Threads fill and post user packets as active messages concurrently.
+TEST_F(LciTest, UserPacketsFromThreads)
+{
+  checking_comp_t remote(true);
+  lci::rcomp_t rcomp = lci::register_rcomp(lci::comp_t(&remote));
+  constexpr int kThreads = 4, kPerThread = 100;
+  const std::vector<size_t> sizes = boundary_sizes();
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        lci::tag_t tag = t * 1000 + i;
+        size_t size = sizes[i % sizes.size()];
+        void* up = nullptr;
+        while (!(up = lci::get_upacket())) lci::progress();
+        fill_pattern(up, size, tag);
+        lci::status_t s;
+        do {
+          s = lci::post_am_x(0, up, size, lci::COMP_NULL_RETRY, rcomp)
+                  .tag(tag)();
+          lci::progress();
+        } while (s.is_retry());
+        if (!s.is_done()) ++failures;
+      }
+    });
+  for (auto& th : threads) th.join();
+  const int total = kThreads * kPerThread;
+  ASSERT_TRUE(
+      lci_test::progress_until([&] { return remote.total() >= total; }));
+  lci::wait_drained();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(remote.total(), total);
+  EXPECT_EQ(remote.bad(), 0);
+  for (int t = 0; t < kThreads; ++t)
+    for (int i = 0; i < kPerThread; ++i)
+      EXPECT_EQ(remote.count(t * 1000 + i), 1);
+  lci::deregister_rcomp(rcomp);
+}
+
 }  // namespace
