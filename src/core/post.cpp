@@ -96,9 +96,8 @@ status_t post_out(const post_args_t& a)
   const bool network = a.semantic == comp_semantic_t::network;
 
   // fi_inject has no completion: a send with comp_semantic network takes a
-  // packet whatever its size
-  // a user packet has room for the header in front of its payload: it is
-  // sent as it is
+  // packet whatever its size. A user packet has room for the header in
+  // front of its payload: it is sent as it is, without a copy.
   if (wire <= a.rt->max_inject_wire && !network) {
     alignas(16) char tmp[kMaxInjectWire];
     char* out = a.upacket ? a.upacket->data() : tmp;

@@ -203,12 +203,12 @@ class ofi_context_t final : public context_t
                         "' is not available: ", fi_strerror(-rc),
                         " (set LCI_ATTR_OFI_PROVIDER_NAME; for tcp also "
                         "FI_TCP_IFACE)");
+    info_->tx_attr->op_flags = 0;  // the probe's flag is not a default
     check("fi_fabric", fi_fabric(info_->fabric_attr, &fabric_, nullptr));
     check("fi_domain", fi_domain(fabric_, info_, &domain_, nullptr));
     caps_.provider = info_->fabric_attr->prov_name;
     caps_.max_inject_size = info_->tx_attr->inject_size;
     caps_.max_msg_size = info_->ep_attr->max_msg_size;
-    info_->tx_attr->op_flags = 0;
   }
 
   ~ofi_context_t() override
