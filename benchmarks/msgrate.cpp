@@ -10,6 +10,9 @@
 // --pairs instead pairs thread 2i with thread 2i+1 (each progresses its own
 // device and sends on its peer's, since a message lands on the device of
 // the same index: the two threads then contend for each other's devices).
+// --self makes every rank's threads play against themselves with several
+// ranks too: `lcrun -n 2 ./lci_msgrate --self` is the process-based twin of
+// `./lci_msgrate --threads 2` (same work per core, separate processes).
 // The rate counts messages delivered per second, job-wide.
 //
 //   lcrun -n 2 ./lci_msgrate                    2 processes x 1 thread
@@ -45,6 +48,7 @@ struct options_t {
   bool shared_device = false;
   long busy_owner_us = -1;  // < 0: off
   bool pairs = false;       // one rank: thread pairs instead of self-play
+  bool self = false;        // several ranks: self-play instead of ping-pong
 };
 
 options_t parse(int argc, char** argv)
@@ -65,16 +69,19 @@ options_t parse(int argc, char** argv)
       o.runs = std::atoi(next());
     } else if (a == "--shared-device") {
       o.shared_device = true;
+    } else if (a == "--self") {
+      o.self = true;
     } else if (a == "--pairs") {
       o.pairs = true;
     } else if (a == "--busy-owner") {
       o.busy_owner_us = std::atol(next());
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--threads T] [--size B] [--iters N] "
-                   "[--warmup N] [--runs R] [--shared-device] [--pairs] "
-                   "[--busy-owner US]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--threads T] [--size B] [--iters N] "
+          "[--warmup N] [--runs R] [--shared-device] [--pairs] [--self] "
+          "[--busy-owner US]\n",
+          argv[0]);
       std::exit(a == "--help" ? 0 : 2);
     }
   }
@@ -157,9 +164,9 @@ int main(int argc, char** argv)
   const int nranks = lci::get_rank_n();
   const bool busy = o.busy_owner_us >= 0;
   if (busy) o.threads = 1;
-  const bool self = nranks == 1 && !o.pairs && !busy;
+  const bool self = ((nranks == 1 && !o.pairs) || o.self) && !busy;
   if ((nranks == 1 && o.pairs && o.threads % 2 != 0) ||
-      (nranks > 1 && nranks % 2) || (busy && nranks != 2)) {
+      (nranks > 1 && !self && nranks % 2) || (busy && nranks != 2)) {
     if (rank == 0)
       std::fprintf(stderr,
                    "lci_msgrate: --pairs needs an even thread count; "
@@ -220,8 +227,10 @@ int main(int argc, char** argv)
     if (owner.joinable()) owner.join();
     // messages this process's threads received and sent: 2 per round trip
     // per thread, counted once per pair across the job
-    double msgs =
-        self ? 1.0 * iters * o.threads : 2.0 * iters * o.threads * nranks / 2.0;
+    // (self-play with several ranks: rank 0's rate times the rank count; the
+    // ranks do the same work and start together after the collective init)
+    double msgs = self ? 1.0 * iters * o.threads * nranks
+                       : 2.0 * iters * o.threads * nranks / 2.0;
     if (run >= 0) rates.push_back(msgs / secs);
   }
   std::sort(rates.begin(), rates.end());
@@ -230,7 +239,10 @@ int main(int argc, char** argv)
                        : nranks > 1 && o.threads == 1 ? "process"
                        : o.shared_device              ? "thread-shared-device"
                                          : "thread-dedicated-device";
-    if (nranks == 1) mode += self ? "-self" : "-pairs";
+    if (self)
+      mode += "-self";
+    else if (nranks == 1)
+      mode += "-pairs";
     std::printf(
         "benchmark,library,mode,processes,threads,size,iterations,median,min,"
         "max,unit\n");
