@@ -2,11 +2,18 @@
 // printing one CSV row with the median, min and max of the runs in
 // messages per second (both directions counted).
 //
-// Pairs: with one rank, thread 2i talks to thread 2i+1 of the same process
-// (loopback: each thread progresses its own device and sends on its peer's,
-// since a message lands on the device of the same index); with an even
-// number of ranks, thread t of rank r talks to thread t of rank r^1, each on
-// its own device.
+// With an even number of ranks, thread t of rank r plays ping-pong with
+// thread t of rank r^1, each on its own device. With one rank, each thread
+// plays against itself through loopback (sends to its own rank on its own
+// device and receives the message there), so T threads do the work of T
+// processes with no data shared between threads unless the device is;
+// --pairs instead pairs thread 2i with thread 2i+1 (each progresses its own
+// device and sends on its peer's, since a message lands on the device of
+// the same index: the two threads then contend for each other's devices).
+// --self makes every rank's threads play against themselves with several
+// ranks too: `lcrun -n 2 ./lci_msgrate --self` is the process-based twin of
+// `./lci_msgrate --threads 2` (same work per core, separate processes).
+// The rate counts messages delivered per second, job-wide.
 //
 //   lcrun -n 2 ./lci_msgrate                    2 processes x 1 thread
 //   ./lci_msgrate --threads 2                   1 process x 2 threads, a
@@ -40,6 +47,8 @@ struct options_t {
   int runs = 5;
   bool shared_device = false;
   long busy_owner_us = -1;  // < 0: off
+  bool pairs = false;       // one rank: thread pairs instead of self-play
+  bool self = false;        // several ranks: self-play instead of ping-pong
 };
 
 options_t parse(int argc, char** argv)
@@ -60,14 +69,19 @@ options_t parse(int argc, char** argv)
       o.runs = std::atoi(next());
     } else if (a == "--shared-device") {
       o.shared_device = true;
+    } else if (a == "--self") {
+      o.self = true;
+    } else if (a == "--pairs") {
+      o.pairs = true;
     } else if (a == "--busy-owner") {
       o.busy_owner_us = std::atol(next());
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--threads T] [--size B] [--iters N] "
-                   "[--warmup N] [--runs R] [--shared-device] "
-                   "[--busy-owner US]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--threads T] [--size B] [--iters N] "
+          "[--warmup N] [--runs R] [--shared-device] [--pairs] [--self] "
+          "[--busy-owner US]\n",
+          argv[0]);
       std::exit(a == "--help" ? 0 : 2);
     }
   }
@@ -122,6 +136,24 @@ void pingpong(lci::device_t dev, lci::device_t send_dev, int peer_rank,
   lci::free_comp(&sync);
 }
 
+// `iters` messages to itself: send on `dev` to this rank, receive on `dev`.
+void selfplay(lci::device_t dev, int me, lci::tag_t tag, size_t size,
+              long iters)
+{
+  std::vector<char> sbuf(size > 0 ? size : 1, 's'), rbuf(sbuf.size());
+  lci::comp_t sync = lci::alloc_sync();
+  for (long i = 0; i < iters; ++i) {
+    post(lci::post_send_x(me, sbuf.data(), size, tag, lci::COMP_NULL_RETRY)
+             .device(dev),
+         dev);
+    lci::status_t s = post(
+        lci::post_recv_x(me, rbuf.data(), size, tag, sync).device(dev), dev);
+    if (s.is_done()) continue;
+    while (!lci::sync_test(sync, nullptr)) lci::progress_x().device(dev)();
+  }
+  lci::free_comp(&sync);
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -132,11 +164,12 @@ int main(int argc, char** argv)
   const int nranks = lci::get_rank_n();
   const bool busy = o.busy_owner_us >= 0;
   if (busy) o.threads = 1;
-  if ((nranks == 1 && o.threads % 2 != 0) || (nranks > 1 && nranks % 2) ||
-      (busy && nranks != 2)) {
+  const bool self = ((nranks == 1 && !o.pairs) || o.self) && !busy;
+  if ((nranks == 1 && o.pairs && o.threads % 2 != 0) ||
+      (nranks > 1 && !self && nranks % 2) || (busy && nranks != 2)) {
     if (rank == 0)
       std::fprintf(stderr,
-                   "lci_msgrate: one rank needs an even thread count; "
+                   "lci_msgrate: --pairs needs an even thread count; "
                    "several ranks need an even rank count (--busy-owner: "
                    "2 ranks)\n");
     lci::g_runtime_fina();
@@ -171,6 +204,10 @@ int main(int argc, char** argv)
     std::vector<std::thread> ts;
     for (int t = 0; t < o.threads; ++t)
       ts.emplace_back([&, t] {
+        if (self) {
+          selfplay(device_of(t), rank, t, o.size, iters);
+          return;
+        }
         int peer_rank = nranks == 1 ? 0 : (rank ^ 1);
         int peer_thread = nranks == 1 ? (t ^ 1) : t;
         bool initiator = nranks == 1 ? (t % 2 == 0) : (rank % 2 == 0);
@@ -190,21 +227,28 @@ int main(int argc, char** argv)
     if (owner.joinable()) owner.join();
     // messages this process's threads received and sent: 2 per round trip
     // per thread, counted once per pair across the job
-    double msgs = 2.0 * iters * o.threads * nranks / 2.0;
+    // (self-play with several ranks: rank 0's rate times the rank count; the
+    // ranks do the same work and start together after the collective init)
+    double msgs = self ? 1.0 * iters * o.threads * nranks
+                       : 2.0 * iters * o.threads * nranks / 2.0;
     if (run >= 0) rates.push_back(msgs / secs);
   }
   std::sort(rates.begin(), rates.end());
   if (rank == 0) {
-    const char* mode = busy                           ? "busy-owner"
+    std::string mode = busy                           ? "busy-owner"
                        : nranks > 1 && o.threads == 1 ? "process"
                        : o.shared_device              ? "thread-shared-device"
                                          : "thread-dedicated-device";
+    if (self)
+      mode += "-self";
+    else if (nranks == 1)
+      mode += "-pairs";
     std::printf(
         "benchmark,library,mode,processes,threads,size,iterations,median,min,"
         "max,unit\n");
-    std::printf("msgrate,lci,%s,%d,%d,%zu,%ld,%.0f,%.0f,%.0f,msgs/s\n", mode,
-                nranks, o.threads, o.size, o.iters, rates[rates.size() / 2],
-                rates.front(), rates.back());
+    std::printf("msgrate,lci,%s,%d,%d,%zu,%ld,%.0f,%.0f,%.0f,msgs/s\n",
+                mode.c_str(), nranks, o.threads, o.size, o.iters,
+                rates[rates.size() / 2], rates.front(), rates.back());
   }
   for (auto& d : devs) lci::free_device(&d);
   lci::g_runtime_fina();

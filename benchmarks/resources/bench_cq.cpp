@@ -1,12 +1,16 @@
 // Completion-queue benchmark (paper Figure 5): every thread repeatedly
-// pushes one status into a shared queue and pops one (push+pop pairs), for
-// both queue types. One CSV row per (type, path, thread count); the
+// pushes one status into a queue and pops one (push+pop pairs), for both
+// queue types. One CSV row per (type, path, sharing, thread count); the
 // throughput counts pairs.
 //
 //   mode "<type>"      the queue object itself (signal + pop on the
 //                      internal class, as progress and cq_pop use it)
 //   mode "<type>-api"  through the public calls lci::comp_signal and
 //                      lci::cq_pop
+//   "...-shared"       all threads on one queue (every pair moves the
+//                      queue's head and tail lines between cores)
+//   "...-dedicated"    one queue per thread (the per-thread use of the
+//                      scaling target)
 //
 // After the rows, stderr gets the single-thread cost of a pair in thread
 // CPU time (immune to other processes on a shared machine), as comments.
@@ -16,6 +20,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "comp/cq.hpp"
 #include "harness.hpp"
@@ -70,25 +75,31 @@ double thread_cpu_ns()
 
 int main(int argc, char** argv)
 {
-  bench::options_t o = bench::parse(
-      argc, argv, "bench_cq: push+pop pairs on a shared completion queue");
+  bench::options_t o = bench::parse(argc, argv,
+                                    "bench_cq: push+pop pairs on completion "
+                                    "queues, one per thread or shared");
   bench::print_header();
-  for (const char* type : {"array", "lcrq"}) {
-    for (bool api : {false, true}) {
-      std::string mode = std::string(type) + (api ? "-api" : "");
-      for (int n : o.threads) {
-        lci::comp_t cq = lci::alloc_cq_x().cq_type(type)();
-        lci::comp_impl_t* impl = cq.get_impl();
-        auto mops = bench::measure(o, n, [&](int t, long ops) {
-          if (api)
-            pairs_api(cq, t, ops);
-          else if (std::string(type) == "array")
-            pairs_direct(static_cast<lci::array_cq_t*>(impl), t, ops);
-          else
-            pairs_direct(static_cast<lci::lcrq_cq_t*>(impl), t, ops);
-        });
-        bench::report("cq_push_pop", mode.c_str(), n, o.ops, mops);
-        lci::free_comp(&cq);
+  for (bool shared : {false, true}) {
+    for (const char* type : {"array", "lcrq"}) {
+      for (bool api : {false, true}) {
+        std::string mode = std::string(type) + (api ? "-api" : "") +
+                           (shared ? "-shared" : "-dedicated");
+        for (int n : o.threads) {
+          std::vector<lci::comp_t> cqs(shared ? 1 : n);
+          for (auto& cq : cqs) cq = lci::alloc_cq_x().cq_type(type)();
+          auto mops = bench::measure(o, n, [&](int t, long ops) {
+            lci::comp_t cq = cqs[shared ? 0 : t];
+            lci::comp_impl_t* impl = cq.get_impl();
+            if (api)
+              pairs_api(cq, t, ops);
+            else if (std::string(type) == "array")
+              pairs_direct(static_cast<lci::array_cq_t*>(impl), t, ops);
+            else
+              pairs_direct(static_cast<lci::lcrq_cq_t*>(impl), t, ops);
+          });
+          bench::report("cq_push_pop", mode.c_str(), n, o.ops, mops);
+          for (auto& cq : cqs) lci::free_comp(&cq);
+        }
       }
     }
   }

@@ -158,17 +158,17 @@ size_t progress_other(device_impl_t* self)
   rng ^= rng << 13;
   rng ^= rng >> 7;
   rng ^= rng << 17;
-  rt->attentive_pollers.fetch_add(1, std::memory_order_seq_cst);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // pairs with free_device's read-modify-write of the same counter
+  rt->attentive_pollers.fetch_add(1, std::memory_order_acq_rel);
   device_impl_t* other = rt->devices.get(rng % ndev, nullptr);
   size_t n = 0;
   try {
     if (other && other != self) n = progress_once(other);
   } catch (...) {
-    rt->attentive_pollers.fetch_sub(1, std::memory_order_seq_cst);
+    rt->attentive_pollers.fetch_sub(1, std::memory_order_release);
     throw;
   }
-  rt->attentive_pollers.fetch_sub(1, std::memory_order_seq_cst);
+  rt->attentive_pollers.fetch_sub(1, std::memory_order_release);
   return n;
 }
 

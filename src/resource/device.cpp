@@ -93,9 +93,11 @@ void free_device_x::call_impl(device_t* device, runtime_t)
   globals::devices().remove(dev, call, "device");
   // no attentive poller may hold this device once it is gone
   runtime_impl_t* rt = dev->runtime;
+  // (a read-modify-write, not a load: the pollers' increments and this one
+  // are totally ordered, so a poller whose increment comes after this one
+  // sees the null slot; one that came before is waited for)
   rt->devices.put(dev->index, nullptr);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  while (rt->attentive_pollers.load(std::memory_order_seq_cst) > 0)
+  while (rt->attentive_pollers.fetch_add(0, std::memory_order_acq_rel) > 0)
     util::cpu_relax();
   drain_device(dev);
   {

@@ -299,4 +299,74 @@ TEST_F(LciTest, ThreadsSendActiveMessagesToOneQueue)
   lci::free_comp(&cq);
 }
 
+// Attentive progress (runtime attribute): a message lands on device b,
+// whose owner never progresses it; progress calls on device a deliver it only
+// when the runtime is attentive (an idle device's progress polls another).
+TEST_F(LciTest, AttentiveProgressPollsAnotherDevice)
+{
+  for (bool attentive : {false, true}) {
+    SCOPED_TRACE(attentive ? "attentive" : "not attentive");
+    lci::runtime_t rt = lci::alloc_runtime_x().attentive_progress(attentive)();
+    EXPECT_EQ(rt.get_attr_attentive_progress(), attentive);
+    lci::device_t a = lci::alloc_device_x().runtime(rt)();
+    lci::device_t b = lci::alloc_device_x().runtime(rt)();
+    lci::comp_t sync = lci::alloc_sync();
+    const size_t size = 32;
+    std::vector<unsigned char> out(size), in(size);
+    fill_pattern(out.data(), size, 77);
+    ASSERT_TRUE(lci::post_recv_x(0, in.data(), size, 77, sync)
+                    .runtime(rt)
+                    .device(b)()
+                    .is_posted());
+    ASSERT_TRUE(lci_test::post_retry(
+                    [&] {
+                      return lci::post_send_x(0, out.data(), size, 77,
+                                              lci::COMP_NULL_RETRY)
+                          .runtime(rt)
+                          .device(b)();
+                    },
+                    b, rt)
+                    .is_done());
+    auto ready = [&] { return lci::sync_test(sync, nullptr); };
+    if (attentive) {
+      EXPECT_TRUE(lci_test::progress_until(ready, a, rt));
+      EXPECT_EQ(first_pattern_mismatch(in.data(), size, 77), -1);
+    } else {
+      lci_test::progress_for(std::chrono::milliseconds(200), a, rt);
+      EXPECT_FALSE(ready());
+      EXPECT_TRUE(lci_test::progress_until(ready, b, rt));  // the owner
+    }
+    lci::free_comp(&sync);
+    lci::free_device(&b);
+    lci::free_device(&a);
+    lci::free_runtime(&rt);
+  }
+}
+
+// Devices come and go while another thread's attentive progress polls them:
+// free_device waits until no poller holds the device it frees.
+TEST_F(LciTest, AttentiveProgressWhileDevicesAreFreed)
+{
+  lci::runtime_t rt = lci::alloc_runtime_x().attentive_progress(true)();
+  lci::device_t a = lci::alloc_device_x().runtime(rt)();
+  std::atomic<bool> stop{false};
+  std::atomic<long> calls{0};
+  std::thread poller([&] {
+    while (!stop.load()) {
+      lci::progress_x().device(a).runtime(rt)();
+      calls.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  for (int i = 0; i < 50; ++i) {
+    lci::device_t d = lci::alloc_device_x().runtime(rt)();
+    long before = calls.load();
+    while (calls.load() < before + 20) std::this_thread::yield();
+    lci::free_device(&d);
+  }
+  stop = true;
+  poller.join();
+  lci::free_device(&a);
+  lci::free_runtime(&rt);
+}
+
 }  // namespace

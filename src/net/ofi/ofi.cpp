@@ -36,9 +36,26 @@ void close_fid(T* obj)
 class ofi_device_t final : public device_t
 {
  public:
+  // `shared_lock`: the try-lock to use when the provider locks at domain
+  // granularity (one per context), else nullptr: a lock of the device's own.
+  // `network_flags`: the completion level of post_send_network.
   ofi_device_t(fid_domain* domain, fi_info* info, const device_attr_t& attr,
-               uint64_t network_flags)
-      : network_flags_(network_flags)
+               util::spinlock_t* shared_lock, uint64_t network_flags)
+      : network_flags_(network_flags),
+        lock_(shared_lock ? *shared_lock : own_lock_)
+  {
+    try {
+      open(domain, info, attr);
+    } catch (...) {
+      close();
+      throw;
+    }
+  }
+
+  ~ofi_device_t() override { close(); }
+
+ private:
+  void open(fid_domain* domain, fi_info* info, const device_attr_t& attr)
   {
     fi_cq_attr cq_attr{};
     cq_attr.format = FI_CQ_FORMAT_DATA;
@@ -58,13 +75,17 @@ class ofi_device_t final : public device_t
     check("fi_enable", fi_enable(ep_));
   }
 
-  ~ofi_device_t() override
+  void close()
   {
     close_fid(ep_);
     close_fid(av_);
     close_fid(cq_);
+    ep_ = nullptr;
+    av_ = nullptr;
+    cq_ = nullptr;
   }
 
+ public:
   std::string get_address() override
   {
     char buf[256];
@@ -164,7 +185,8 @@ class ofi_device_t final : public device_t
   fid_av* av_ = nullptr;
   std::vector<fi_addr_t> addrs_;
   uint64_t network_flags_;  // completion level of post_send_network
-  util::spinlock_t lock_;   // endpoint + completion queue
+  util::spinlock_t own_lock_;
+  util::spinlock_t& lock_;  // endpoint + completion queue (+ domain: tcp)
 };
 
 class ofi_context_t final : public context_t
@@ -209,6 +231,10 @@ class ofi_context_t final : public context_t
     caps_.provider = info_->fabric_attr->prov_name;
     caps_.max_inject_size = info_->tx_attr->inject_size;
     caps_.max_msg_size = info_->ep_attr->max_msg_size;
+    // The tcp provider runs one progress engine, under one lock, per domain
+    // (every endpoint and cq of the domain takes it); shm locks per endpoint
+    // and per cq. Our try-lock matches: per domain for tcp, per device else.
+    domain_locked_ = std::strstr(caps_.provider.c_str(), "tcp") != nullptr;
   }
 
   ~ofi_context_t() override
@@ -220,7 +246,9 @@ class ofi_context_t final : public context_t
 
   std::unique_ptr<device_t> alloc_device(const device_attr_t& attr) override
   {
-    return std::make_unique<ofi_device_t>(domain_, info_, attr, network_flags_);
+    return std::make_unique<ofi_device_t>(
+        domain_, info_, attr, domain_locked_ ? &domain_lock_ : nullptr,
+        network_flags_);
   }
 
  private:
@@ -228,6 +256,8 @@ class ofi_context_t final : public context_t
   fi_info* info_ = nullptr;
   fid_fabric* fabric_ = nullptr;
   fid_domain* domain_ = nullptr;
+  bool domain_locked_ = false;
+  util::spinlock_t domain_lock_;  // the devices' lock when domain_locked_
 };
 
 }  // namespace

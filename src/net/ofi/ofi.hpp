@@ -1,8 +1,12 @@
 // The libfabric backend. A context opens one fabric and one domain (so a
 // memory registration is valid on every device of the runtime); a device
 // owns an RDM endpoint, a completion queue and an address vector, guarded by
-// one try-lock, which is the granularity of the providers' own endpoint
-// lock (paper 4.2.4).
+// one try-lock at the granularity of the provider's own lock (paper 4.2.4):
+// shm (1.17) locks each endpoint and each cq separately, so every device has
+// its own try-lock; tcp (1.17) runs one progress engine per domain under one
+// lock taken by all its endpoints and cqs, so all devices of a tcp context
+// share one try-lock (a busy one is retry_lock / a skipped poll, never a wait
+// inside the provider).
 #ifndef LCI_NET_OFI_OFI_HPP
 #define LCI_NET_OFI_OFI_HPP
 
