@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "common/suite.hpp"
+#include "../common/suite.hpp"
 
 namespace bench
 {
