@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""8-byte ping-pong: LCI (lci_pingpong under lcrun) against raw libfabric
-(fi_pingpong, same provider) in one run, alternating A B A B, with the
+"""8-byte ping-pong: LCI (lci_latency --sizes 8 under lcrun) against raw
+libfabric (fi_pingpong, same provider) in one run, alternating A B A B, with the
 core-to-core probe (rawlimits c2c) before and after each pair. Prints one CSV
 row per pair and the median ratio of half round-trip latencies
 (fi_pingpong / lci: above 1 means LCI is faster).
@@ -54,12 +54,16 @@ def run_lci(build, provider, iters):
                FI_TCP_IFACE="lo", FI_SOCKETS_IFACE="lo")
     out = subprocess.run(
         [os.path.join(build, "tools/lcrun/lcrun"), "-n", "2", "--timeout",
-         "120", os.path.join(build, "benchmarks/lci_pingpong"), "--iters",
-         str(iters)], capture_output=True, text=True, timeout=150, env=env)
+         "120", os.path.join(build, "benchmarks/lci_latency"), "--sizes", "8",
+         "--iters", str(iters), "--warmup", str(max(1, iters // 10)),
+         "--runs", "1"], capture_output=True, text=True, timeout=150, env=env)
+    header = None
     for line in out.stdout.splitlines():
-        if line.startswith("pingpong,lci"):
-            return float(line.split(",")[7])
-    raise RuntimeError("lci_pingpong printed no result:\n" + out.stdout +
+        if line.startswith("benchmark,"):
+            header = line.split(",")
+        elif header and line.startswith("latency,lci"):
+            return float(line.split(",")[header.index("median")])
+    raise RuntimeError("lci_latency printed no result:\n" + out.stdout +
                        out.stderr)
 
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages LCI needs to build and test, if missing.
+# Installs the Debian packages LCI needs to build and test, if missing
+# (scripts/deps.sh [--bench]).
 # Idempotent: checks each package with dpkg -s and runs apt-get (update, then
 # install) only when something is missing. Runs as root; as another user it
 # uses sudo when that exists.
@@ -7,6 +8,11 @@ set -euo pipefail
 
 packages=(cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin
           libgtest-dev googletest python3)
+# --bench: also what the benchmark comparison needs (docs/BENCHMARKING.md):
+# both MPI libraries for the MPI twin, and matplotlib for the plots
+if [ "${1:-}" = "--bench" ]; then
+  packages+=(mpich libmpich-dev openmpi-bin libopenmpi-dev python3-matplotlib)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -48,7 +48,7 @@ inline options_t parse(int argc, char** argv, const char* what)
     } else if (a == "--no-pin") {
       o.pin = false;
     } else {
-      std::fprintf(stderr,
+      std::fprintf(a == "--help" ? stdout : stderr,
                    "%s\nusage: %s [--threads 1,2,4,8] [--ops N per thread] "
                    "[--runs 5] [--no-pin]\n",
                    what, argv[0]);

@@ -1,0 +1,334 @@
+// Our side of the benchmark engine (common/suite.hpp): LCI devices per
+// thread (or the default device shared by all threads), send/recv through
+// the matching engine, or active messages into a completion queue per
+// thread.
+//
+// Devices: a message arrives on the remote device with the same index as
+// the one it was sent from, so in loopback thread pairs (--pairs) a thread
+// sends on its peer's device and progresses its own.
+//
+// Operations (--op): sendrecv (post_send / post_recv), am (post_am to the
+// peer thread's registered completion queue; the receiver frees the
+// buffer). A put mode belongs in op_t, send_n and wait_recvs once post_put
+// exists: the initiator puts with a remote completion and the target pops
+// that completion like an active message.
+//
+// Sizes above the eager limit need the rendezvous protocol; each size is
+// first tried on a message to this rank itself, and a size the library
+// refuses is skipped with the library's message (an error at or below
+// get_max_bcopy_size(), where every size must work).
+#ifndef LCI_BENCHMARKS_LCI_TRANSPORT_HPP
+#define LCI_BENCHMARKS_LCI_TRANSPORT_HPP
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <lci.hpp>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/suite.hpp"
+
+namespace bench
+{
+
+// Post until accepted, progressing `dev` in between.
+template <typename Op>
+lci::status_t post_until_accepted(Op&& op, lci::device_t dev)
+{
+  for (;;) {
+    lci::status_t s = op();
+    if (!s.is_retry()) return s;
+    lci::progress_x().device(dev)();
+  }
+}
+
+class lci_transport_t
+{
+ public:
+  enum class op_t { sendrecv, am };
+
+  class channel_t
+  {
+   public:
+    channel_t(op_t op, lci::device_t dev, lci::device_t send_dev, int peer,
+              lci::tag_t my_tag, lci::tag_t peer_tag, lci::comp_t am_cq,
+              lci::rcomp_t peer_rcomp, size_t max_size)
+        : op_(op),
+          dev_(dev),
+          send_dev_(send_dev),
+          peer_(peer),
+          my_tag_(my_tag),
+          peer_tag_(peer_tag),
+          am_cq_(am_cq),
+          peer_rcomp_(peer_rcomp),
+          sbuf_(max_size, 's'),
+          rbuf_(max_size, 'r')
+    {
+      send_cq_ = lci::alloc_cq();
+      recv_cq_ = lci::alloc_cq();
+      recv_sync_ = lci::alloc_sync();
+    }
+    ~channel_t()
+    {
+      lci::free_comp(&send_cq_);
+      lci::free_comp(&recv_cq_);
+      lci::free_comp(&recv_sync_);
+    }
+    channel_t(const channel_t&) = delete;
+    channel_t& operator=(const channel_t&) = delete;
+
+    void post_recvs(long n, size_t size)
+    {
+      if (op_ == op_t::am) return;  // active messages need no receive
+      use_sync_ = n == 1;
+      for (long i = 0; i < n; ++i) {
+        lci::comp_t c = use_sync_ ? recv_sync_ : recv_cq_;
+        lci::status_t s = post_until_accepted(
+            lci::post_recv_x(peer_, rbuf_.data(), size, peer_tag_, c)
+                .device(dev_),
+            dev_);
+        if (s.is_posted()) ++pending_recvs_;
+      }
+    }
+
+    void wait_recvs(long n)
+    {
+      if (op_ == op_t::am) {
+        for (long got = 0; got < n;) {
+          lci::status_t s = lci::cq_pop(am_cq_);
+          if (s.is_retry()) {
+            progress();
+            continue;
+          }
+          std::free(s.buffer);  // the receiver owns an active message
+          ++got;
+        }
+        return;
+      }
+      if (use_sync_) {
+        if (pending_recvs_ > 0)
+          while (!lci::sync_test(recv_sync_, nullptr)) progress();
+        pending_recvs_ = 0;
+        return;
+      }
+      while (pending_recvs_ > 0) {
+        if (lci::cq_pop(recv_cq_).is_retry())
+          progress();
+        else
+          --pending_recvs_;
+      }
+    }
+
+    void send_n(long n, size_t size)
+    {
+      long pending = 0;
+      for (long i = 0; i < n; ++i) {
+        lci::status_t s;
+        if (op_ == op_t::am)
+          s = post_until_accepted(
+              lci::post_am_x(peer_, sbuf_.data(), size, send_cq_, peer_rcomp_)
+                  .device(send_dev_),
+              dev_);
+        else
+          s = post_until_accepted(
+              lci::post_send_x(peer_, sbuf_.data(), size, my_tag_, send_cq_)
+                  .device(send_dev_),
+              dev_);
+        if (s.is_posted()) ++pending;
+      }
+      while (pending > 0) {
+        if (lci::cq_pop(send_cq_).is_retry())
+          progress();
+        else
+          --pending;
+      }
+    }
+
+   private:
+    void progress() { lci::progress_x().device(dev_)(); }
+
+    op_t op_;
+    lci::device_t dev_, send_dev_;
+    int peer_;
+    lci::tag_t my_tag_, peer_tag_;
+    lci::comp_t am_cq_;
+    lci::rcomp_t peer_rcomp_;
+    std::vector<char> sbuf_, rbuf_;
+    lci::comp_t send_cq_, recv_cq_, recv_sync_;
+    bool use_sync_ = true;
+    long pending_recvs_ = 0;
+  };
+
+  static std::vector<std::string> op_names() { return {"sendrecv", "am"}; }
+
+  lci_transport_t()
+  {
+    lci::g_runtime_init();
+    rank_ = lci::get_rank_me();
+    nranks_ = lci::get_rank_n();
+  }
+  ~lci_transport_t() { lci::g_runtime_fina(); }
+
+  const char* library() const { return "lci"; }
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  std::string thread_mode(bool shared) const
+  {
+    return shared ? "shared-device" : "dedicated-device";
+  }
+  std::string mode_override() const
+  {
+    return busy_owner_us_ >= 0 ? "busy-owner" : "";
+  }
+
+  // --busy-owner US (lci_msgrate): see msgrate.cpp. Call before setup.
+  void set_busy_owner(long us) { busy_owner_us_ = us; }
+
+  void setup(const options_t& o)
+  {
+    op_ = o.op == "am" ? op_t::am : op_t::sendrecv;
+    shared_ = o.shared;
+    int ndev = busy() ? 2 : (o.shared ? 0 : o.threads);
+    for (int i = 0; i < ndev; ++i) devs_.push_back(lci::alloc_device());
+    // completion queues for active messages, registered in the same order
+    // on every rank so the handles agree: the probe's, then one per thread
+    probe_am_cq_ = lci::alloc_cq();
+    probe_rcomp_ = lci::register_rcomp(probe_am_cq_);
+    for (int t = 0; op_ == op_t::am && t < o.threads; ++t) {
+      am_cqs_.push_back(lci::alloc_cq());
+      rcomps_.push_back(lci::register_rcomp(am_cqs_.back()));
+    }
+  }
+
+  std::unique_ptr<channel_t> make_channel(const options_t&, const lane_t& l,
+                                          size_t max_size)
+  {
+    lci::device_t dev = device_of(l.thread);
+    lci::device_t send_dev =
+        nranks_ == 1 && !l.self ? device_of(l.peer_thread) : dev;
+    lci::comp_t am_cq = op_ == op_t::am ? am_cqs_[l.thread] : lci::comp_t();
+    lci::rcomp_t peer_rcomp =
+        op_ == op_t::am ? rcomps_[l.peer_thread] : lci::RCOMP_NULL;
+    return std::unique_ptr<channel_t>(
+        new channel_t(op_, dev, send_dev, l.peer_rank, l.thread, l.peer_thread,
+                      am_cq, peer_rcomp, max_size));
+  }
+
+  // Sends one message of `size` bytes to this rank itself and receives it;
+  // false (with the library's message) if the library refuses the size.
+  bool supports(const options_t&, size_t size, std::string* why)
+  {
+    const lci::tag_t tag = kProbeTag;
+    lci::device_t dev = lci::get_default_device();
+    std::vector<char> sbuf(size > 0 ? size : 1), rbuf(sbuf.size());
+    lci::comp_t cq = lci::alloc_cq();
+    lci::status_t s;
+    try {
+      if (op_ == op_t::am)
+        s = post_until_accepted(
+            lci::post_am_x(rank_, sbuf.data(), size, cq, probe_rcomp_)
+                .device(dev),
+            dev);
+      else
+        s = post_until_accepted(
+            lci::post_send_x(rank_, sbuf.data(), size, tag, cq).device(dev),
+            dev);
+    } catch (const lci::fatal_error& e) {
+      *why = e.what();
+      lci::free_comp(&cq);
+      return false;
+    }
+    if (op_ == op_t::am) {
+      lci::status_t r;
+      while ((r = lci::cq_pop(probe_am_cq_)).is_retry())
+        lci::progress_x().device(dev)();
+      std::free(r.buffer);
+    } else {
+      lci::post_recv_x(rank_, rbuf.data(), size, tag, lci::COMP_NULL)
+          .device(dev)();
+    }
+    if (s.is_posted())
+      while (lci::cq_pop(cq).is_retry()) lci::progress_x().device(dev)();
+    lci::free_comp(&cq);
+    return true;
+  }
+
+  bool must_support(size_t size) const
+  {
+    return size <= lci::get_max_bcopy_size();
+  }
+
+  std::string protocol(size_t size) const
+  {
+    if (size <= lci::get_g_runtime().get_attr_max_inject_size())
+      return "inject";
+    if (size <= lci::get_max_bcopy_size()) return "eager";
+    return "rendezvous";
+  }
+
+  void before_run()
+  {
+    if (!busy()) return;
+    stop_owner_ = false;
+    // the owner of the other device attends to it only now and then
+    owner_ = std::thread([this] {
+      lci::device_t mine = devs_[1 - rank_];
+      while (!stop_owner_.load()) {
+        std::this_thread::sleep_for(std::chrono::microseconds(busy_owner_us_));
+        lci::progress_x().device(mine)();
+      }
+    });
+  }
+
+  void after_run()
+  {
+    stop_owner_ = true;
+    if (owner_.joinable()) owner_.join();
+  }
+
+  void quiesce() {}
+
+  void teardown()
+  {
+    for (size_t i = 0; i < rcomps_.size(); ++i) {
+      lci::deregister_rcomp(rcomps_[i]);
+      lci::free_comp(&am_cqs_[i]);
+    }
+    lci::deregister_rcomp(probe_rcomp_);
+    lci::free_comp(&probe_am_cq_);
+    for (auto& d : devs_) lci::free_device(&d);
+    devs_.clear();
+  }
+
+ private:
+  static constexpr lci::tag_t kProbeTag = 0x5052'4f42'45ull;  // "PROBE"
+
+  bool busy() const { return busy_owner_us_ >= 0; }
+
+  // busy owner: both sides send on device `rank`, which lands on the peer's
+  // device `rank`, the one the peer's owner thread progresses
+  lci::device_t device_of(int t) const
+  {
+    if (busy()) return devs_[rank_];
+    return shared_ ? lci::get_default_device() : devs_[t];
+  }
+
+  int rank_ = 0, nranks_ = 1;
+  op_t op_ = op_t::sendrecv;
+  bool shared_ = false;
+  long busy_owner_us_ = -1;
+  std::vector<lci::device_t> devs_;
+  lci::comp_t probe_am_cq_;
+  lci::rcomp_t probe_rcomp_ = lci::RCOMP_NULL;
+  std::vector<lci::comp_t> am_cqs_;
+  std::vector<lci::rcomp_t> rcomps_;
+  std::thread owner_;
+  std::atomic<bool> stop_owner_{false};
+};
+
+}  // namespace bench
+
+#endif  // LCI_BENCHMARKS_LCI_TRANSPORT_HPP
