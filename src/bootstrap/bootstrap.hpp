@@ -27,6 +27,11 @@ class backend_t
   // same number of times in the same order. `in` may alias part of `out`.
   virtual void allgather(const void* in, void* out, std::size_t size) = 0;
   virtual void barrier() = 0;
+  // Bounds every wait on the process manager (a fence, a reply) to
+  // `seconds`; 0 waits forever. A wait that times out throws, naming the
+  // request. Backends that cannot bound their waits (local, mpi) ignore it.
+  // Thread-safe.
+  virtual void set_timeout(unsigned seconds) { (void)seconds; }
 };
 
 // The names get_backend() accepts: "auto" and the backends.

@@ -72,8 +72,14 @@ void allgather(store_t& store, const std::string& who, int rank_me, int rank_n,
     if (r == rank_me) {
       hex = mine;
     } else {
-      for (std::size_t c = 0; c < nchunks; ++c) {
-        hex += store.get(r, make_key(seq, r, c));
+      try {
+        for (std::size_t c = 0; c < nchunks; ++c) {
+          hex += store.get(r, make_key(seq, r, c));
+        }
+      } catch (const std::exception& e) {
+        throw std::runtime_error(std::string(e.what()) + " [reading rank " +
+                                 std::to_string(r) + "'s data in allgather #" +
+                                 std::to_string(seq) + "]");
       }
     }
     if (!from_hex(hex, dest + static_cast<std::size_t>(r) * size, size)) {

@@ -45,6 +45,7 @@ class pmi1_backend_t final : public backend_t, private kvs::store_t
   int rank_me() const override { return rank_; }
   int rank_n() const override { return size_; }
   void allgather(const void* in, void* out, std::size_t size) override;
+  void set_timeout(unsigned seconds) override { conn_->set_timeout(seconds); }
   void barrier() override;
 
  private:
@@ -148,6 +149,7 @@ void pmi1_backend_t::initack(long long id)
 
 pmi1_backend_t::~pmi1_backend_t()
 {
+  if (conn_->broken()) return;  // no finalize: see pmi_conn_t::fail
   try {
     conn_->call_v1("cmd=finalize", "finalize_ack");
   } catch (const std::exception& e) {

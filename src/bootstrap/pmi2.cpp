@@ -43,6 +43,7 @@ class pmi2_backend_t final : public backend_t, private kvs::store_t
   int rank_me() const override { return rank_; }
   int rank_n() const override { return size_; }
   void allgather(const void* in, void* out, std::size_t size) override;
+  void set_timeout(unsigned seconds) override { conn_->set_timeout(seconds); }
   void barrier() override { fence(); }
 
  private:
@@ -100,6 +101,7 @@ pmi2_backend_t::pmi2_backend_t(std::unique_ptr<pmi_conn_t> conn, bool init_done)
 
 pmi2_backend_t::~pmi2_backend_t()
 {
+  if (conn_->broken()) return;  // no finalize: see pmi_conn_t::fail
   try {
     conn_->call_v2("cmd=finalize;", "finalize-response");
   } catch (const std::exception& e) {

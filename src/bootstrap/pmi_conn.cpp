@@ -3,9 +3,11 @@
 
 #include <fcntl.h>
 #include <netdb.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -127,10 +129,26 @@ pmi_conn_t::~pmi_conn_t()
   if (own_fd_ && fd_ >= 0) close(fd_);
 }
 
-void pmi_conn_t::fail(const std::string& what) const { pmi_fail(who_, what); }
+void pmi_conn_t::fail(const std::string& what)
+{
+  if (!broken_) first_error_ = what;
+  broken_ = true;
+  pmi_fail(who_, what);
+}
+
+void pmi_conn_t::check_usable() const
+{
+  if (broken_) {
+    pmi_fail(who_,
+             "the connection to the process manager is unusable after an "
+             "earlier error: " +
+                 first_error_);
+  }
+}
 
 void pmi_conn_t::send_all(const std::string& data, const std::string& what)
 {
+  check_usable();
   std::size_t done = 0;
   while (done < data.size()) {
     ssize_t n = send(fd_, data.data() + done, data.size() - done, MSG_NOSIGNAL);
@@ -153,6 +171,21 @@ void pmi_conn_t::fill(const std::string& request)
          std::to_string(kMaxReply) + " bytes");
   }
   char buf[4096];
+  unsigned timeout_s = timeout_s_.load();
+  if (timeout_s > 0) {
+    pollfd pfd{fd_, POLLIN, 0};
+    int ready;
+    do {
+      ready =
+          poll(&pfd, 1, static_cast<int>(std::min(timeout_s, 2000000u)) * 1000);
+    } while (ready < 0 && errno == EINTR);
+    if (ready == 0) {
+      fail("no reply to " + brief_request(request) + " within " +
+           std::to_string(timeout_s) +
+           " s (bootstrap_timeout): a rank may have exited or hung before "
+           "reaching the same point, and the launcher did not end the job");
+    }
+  }
   while (true) {
     ssize_t n = read(fd_, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
@@ -180,6 +213,7 @@ void pmi_conn_t::send_line(const std::string& line)
 
 std::string pmi_conn_t::read_line(const std::string& request)
 {
+  check_usable();
   while (true) {
     std::size_t newline = inbuf_.find('\n');
     if (newline != std::string::npos) {
@@ -229,6 +263,7 @@ void pmi_conn_t::send_v2(const std::string& body)
 
 std::string pmi_conn_t::read_v2(const std::string& request)
 {
+  check_usable();
   while (inbuf_.size() < pmi_wire::kV2LengthWidth) fill(request);
   std::string prefix = inbuf_.substr(0, pmi_wire::kV2LengthWidth);
   std::size_t length = 0;

@@ -11,6 +11,7 @@
 #ifndef LCI_BOOTSTRAP_PMI_CONN_HPP
 #define LCI_BOOTSTRAP_PMI_CONN_HPP
 
+#include <atomic>
 #include <cstddef>
 #include <string>
 
@@ -35,7 +36,14 @@ class pmi_conn_t
   // negotiation picked one).
   void set_who(const std::string& who) { who_ = who; }
 
-  [[noreturn]] void fail(const std::string& what) const;
+  // Throws; also marks the connection broken: the exchange is out of step
+  // (a reply may still come) or the job is failing, so later requests throw
+  // at once and the backends skip "finalize" at exit (a launcher such as
+  // hydra then sees an abnormal exit and ends the job instead of waiting).
+  [[noreturn]] void fail(const std::string& what);
+  bool broken() const { return broken_; }
+  // Bounds each wait for a reply (0: forever); see backend_t::set_timeout.
+  void set_timeout(unsigned seconds) { timeout_s_.store(seconds); }
 
   // PMI-1 wire: sends `line` + "\n"; reads one non-empty line.
   void send_line(const std::string& line);
@@ -61,9 +69,13 @@ class pmi_conn_t
   void fill(const std::string& request);
 
   std::string who_;
+  std::atomic<unsigned> timeout_s_{0};
   int fd_ = -1;
   bool own_fd_ = false;
   std::string inbuf_;
+  bool broken_ = false;
+  std::string first_error_;
+  void check_usable() const;
 };
 
 // Shortens long requests (put values) for error messages.

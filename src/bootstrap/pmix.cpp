@@ -16,6 +16,9 @@
 
 #include <pmix.h>
 
+#include <algorithm>
+#include <atomic>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -52,10 +55,12 @@ class pmix_backend_t final : public backend_t
   int rank_n() const override { return size_; }
   void allgather(const void* in, void* out, std::size_t size) override;
   void barrier() override;
+  void set_timeout(unsigned seconds) override { timeout_s_.store(seconds); }
 
  private:
   void fence(bool collect, const char* what);
 
+  std::atomic<unsigned> timeout_s_{0};
   pmix_proc_t me_;
   int rank_ = -1;
   int size_ = 0;
@@ -112,12 +117,27 @@ pmix_backend_t::~pmix_backend_t()
 
 void pmix_backend_t::fence(bool collect, const char* what)
 {
-  pmix_info_t info;
-  PMIX_INFO_CONSTRUCT(&info);
+  pmix_info_t info[2];
+  PMIX_INFO_CONSTRUCT(&info[0]);
+  PMIX_INFO_CONSTRUCT(&info[1]);
   bool flag = collect;
-  PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &flag, PMIX_BOOL);
-  pmix_status_t rc = PMIx_Fence(nullptr, 0, &info, 1);
-  PMIX_INFO_DESTRUCT(&info);
+  PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &flag, PMIX_BOOL);
+  unsigned timeout_s = timeout_s_.load();
+  int timeout = static_cast<int>(std::min<unsigned>(timeout_s, INT_MAX));
+  std::size_t ninfo = 1;
+  if (timeout > 0) {
+    PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &timeout, PMIX_INT);
+    ninfo = 2;
+  }
+  pmix_status_t rc = PMIx_Fence(nullptr, 0, info, ninfo);
+  PMIX_INFO_DESTRUCT(&info[0]);
+  PMIX_INFO_DESTRUCT(&info[1]);
+  if (rc == PMIX_ERR_TIMEOUT) {
+    fail(std::string("PMIx_Fence (") + what + ") did not complete within " +
+         std::to_string(timeout_s) +
+         " s (bootstrap_timeout): a rank may have exited or hung before "
+         "reaching it, and the launcher did not end the job");
+  }
   if (rc != PMIX_SUCCESS) {
     fail(std::string("PMIx_Fence (") + what + ") failed: " + status_text(rc) +
          " (a rank may have exited)");

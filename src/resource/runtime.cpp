@@ -27,6 +27,8 @@ runtime_impl_t::runtime_impl_t(const runtime_attr_t& a) : attr(a)
   }
   // the attribute reports the backend in force
   this->attr.bootstrap_backend = bootstrap->name();
+  bootstrap->set_timeout(static_cast<unsigned>(
+      std::min<size_t>(attr.bootstrap_timeout, 100000000)));
   rank_me = bootstrap->rank_me();
   rank_n = bootstrap->rank_n();
   net_context = net::alloc_context(attr);

@@ -6,11 +6,13 @@
 // the ranks it started, by id. With --label it forwards each rank's stdout
 // and stderr line by line, prefixed with "[rank] ". It creates no files.
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -409,6 +411,30 @@ bool job_t::launch(int rank)
   return true;
 }
 
+// libfabric's shm provider keeps each endpoint in "/dev/shm/<pid>:<n>:<m>"
+// and removes it when the endpoint closes, or on SIGTERM/SIGINT; a rank
+// killed by SIGKILL leaves it behind (16 MiB of memory each, and a later
+// process with the same pid finds the name taken). Removes the regions of
+// a rank that ended; it is still a zombie, so its pid is not reused yet.
+void remove_shm_regions(pid_t pid)
+{
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return;
+  std::string prefix = std::to_string(static_cast<long>(pid)) + ":";
+  while (dirent* entry = readdir(dir)) {
+    if (std::strncmp(entry->d_name, prefix.c_str(), prefix.size()) != 0) {
+      continue;
+    }
+    std::string path = std::string("/dev/shm/") + entry->d_name;
+    struct stat st;
+    if (lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        st.st_uid == geteuid()) {
+      unlink(path.c_str());
+    }
+  }
+  closedir(dir);
+}
+
 // Notes ranks that ended, leaving them zombies (WNOWAIT) so that their pid,
 // and so their process group id, cannot be reused before we are done.
 void job_t::observe()
@@ -423,6 +449,7 @@ void job_t::observe()
     r.exited = true;
     r.signaled = info.si_code != CLD_EXITED;
     r.code = info.si_status;
+    if (r.signaled) remove_shm_regions(r.pid);
   }
 }
 
