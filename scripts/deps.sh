@@ -6,7 +6,11 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin
-          libgtest-dev googletest python3)
+          libgtest-dev googletest python3
+          # launcher tests (tests/launchers): MPICH's mpiexec.hydra (PMI-1,
+          # PMI-2) and mpicxx.mpich (MPI-bootstrapped build), Open MPI's
+          # mpirun (PMIx), libpmix for the PMIx bootstrap backend
+          mpich libmpich-dev openmpi-bin libopenmpi-dev libpmix-dev)
 
 missing=()
 for p in "${packages[@]}"; do
