@@ -7,11 +7,14 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin
-          libgtest-dev googletest python3)
-# --bench: also what the benchmark comparison needs (docs/BENCHMARKING.md):
-# both MPI libraries for the MPI twin, and matplotlib for the plots
+          libgtest-dev googletest python3
+          # launcher tests (tests/launchers): MPICH's mpiexec.hydra (PMI-1,
+          # PMI-2) and mpicxx.mpich (MPI-bootstrapped build), Open MPI's
+          # mpirun (PMIx), libpmix for the PMIx bootstrap backend
+          mpich libmpich-dev openmpi-bin libopenmpi-dev libpmix-dev)
+# --bench: also matplotlib for the comparison plots (docs/BENCHMARKING.md)
 if [ "${1:-}" = "--bench" ]; then
-  packages+=(mpich libmpich-dev openmpi-bin libopenmpi-dev python3-matplotlib)
+  packages+=(python3-matplotlib)
 fi
 
 missing=()

@@ -52,6 +52,20 @@ RESOURCES = [
              choices=["shm", "tcp", "sockets", "verbs", "cxi", "efa"]),
         attr("std::string", "backend", "ofi", "network backend",
              choices=["ofi"]),
+        attr("std::string", "bootstrap_backend", "auto",
+             "how the ranks find each other: auto detects the launcher "
+             "(mpi if the program initialized MPI, then pmix, then "
+             "pmi2/pmi1, else local; see docs/LAUNCHING.md); the other "
+             "names force a backend. One backend per process: the first "
+             "runtime's choice stays, and get_attr_bootstrap_backend() "
+             "reports it",
+             choices=["auto", "local", "pmi1", "pmi2", "pmix", "mpi"]),
+        attr("size_t", "bootstrap_timeout", 0,
+             "seconds any wait on the process manager (an address exchange "
+             "or barrier of alloc_runtime, alloc_device, free_device) may "
+             "take before it fails naming the request; 0 waits forever. "
+             "Catches a rank that died unnoticed by the launcher. Applies "
+             "to the pmi1, pmi2 and pmix backends"),
         attr("size_t", "max_inject_size", 64,
              "largest payload sent with the inject protocol (clamped to the "
              "provider's inject size)"),

@@ -1,22 +1,55 @@
 // Internal: constructors of the concrete bootstrap backends, used by
-// get_backend() (bootstrap.cpp). Not part of the public interface.
+// get_backend() (bootstrap.cpp) and by the protocol tests. Not part of the
+// public interface. Each throws std::runtime_error ("lci bootstrap (NAME):
+// ...") when the environment is unusable or the process manager answers
+// with an error.
 #ifndef LCI_BOOTSTRAP_BACKENDS_HPP
 #define LCI_BOOTSTRAP_BACKENDS_HPP
 
 #include <memory>
+#include <string>
 
 #include "bootstrap.hpp"
 
 namespace lci::bootstrap
 {
 
+class pmi_conn_t;
+
 // Singleton: rank 0 of 1.
 std::unique_ptr<backend_t> make_local_backend();
 
-// PMI-1 wire-protocol client (PMI_FD or PMI_PORT). Throws
-// std::runtime_error when the environment is unusable or the process
-// manager answers with an error.
-std::unique_ptr<backend_t> make_pmi1_backend();
+// PMI-1 wire-protocol client (pmi1.cpp). Connects as the environment says
+// unless given a connection; `init_done`: the "cmd=init" exchange already
+// happened on it (version negotiation).
+std::unique_ptr<backend_t> make_pmi1_backend(
+    std::unique_ptr<pmi_conn_t> conn = nullptr, bool init_done = false);
+
+// PMI-2 wire-protocol client (pmi2.cpp); same arguments.
+std::unique_ptr<backend_t> make_pmi2_backend(
+    std::unique_ptr<pmi_conn_t> conn = nullptr, bool init_done = false);
+
+// PMI_FD mode without a forced version: offers PMI-2 in "cmd=init" and
+// continues with whichever version the process manager accepts (hydra and
+// Slurm answer 2, lcrun answers 1).
+std::unique_ptr<backend_t> make_pmi_negotiated_backend();
+
+// PMIx client through libpmix (pmix.cpp). Without PMIx support in this
+// build it throws, saying so.
+bool pmix_supported();
+std::unique_ptr<backend_t> make_pmix_backend();
+
+// MPI (mpi.cpp): MPI_Allgather on a duplicate of MPI_COMM_WORLD; calls
+// MPI_Init_thread itself when the program has not (and MPI_Finalize at the
+// end). Without MPI support in this build it throws, saying so.
+bool mpi_supported();
+// True when built with MPI and the program has already called MPI_Init.
+bool mpi_initialized_by_program();
+std::unique_ptr<backend_t> make_mpi_backend();
+
+// Creates a new backend by name ("auto" applies the detection order of
+// get_backend()), without caching it. Throws for unknown names.
+std::unique_ptr<backend_t> create_backend(const std::string& name);
 
 }  // namespace lci::bootstrap
 

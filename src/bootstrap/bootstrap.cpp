@@ -1,61 +1,273 @@
-// get_backend(): picks and keeps the process-wide bootstrap backend.
+// get_backend(): picks the process-wide bootstrap backend from the
+// environment (see bootstrap.hpp for the order) and keeps it until exit.
 #include "bootstrap.hpp"
 
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 
 #include "backends.hpp"
+#include "pmi_conn.hpp"
+#include "pmi_wire.hpp"
 
 namespace lci::bootstrap
 {
+
+const char* const kBackendNames[6] = {"auto", "local", "pmi1",
+                                      "pmi2", "pmix",  "mpi"};
+
 namespace
 {
 
-bool env_set(const char* name)
+const char* const kForceHint =
+    "set LCI_ATTR_BOOTSTRAP_BACKEND (or the runtime attribute "
+    "bootstrap_backend) to one of local, pmi1, pmi2, pmix, mpi to force a "
+    "backend";
+
+// Variables that tell which launcher started us, shown in errors.
+const char* const kLauncherVars[] = {"PMI_FD",
+                                     "PMI_PORT",
+                                     "PMI_ID",
+                                     "PMI_RANK",
+                                     "PMI_SIZE",
+                                     "PMIX_NAMESPACE",
+                                     "PMIX_RANK",
+                                     "PMIX_SERVER_URI41",
+                                     "PMIX_SERVER_URI4",
+                                     "PMIX_SERVER_URI3",
+                                     "PMIX_SERVER_URI2",
+                                     "OMPI_COMM_WORLD_RANK",
+                                     "OMPI_COMM_WORLD_SIZE",
+                                     "SLURM_PROCID",
+                                     "SLURM_STEP_NUM_TASKS"};
+
+const char* env(const char* name)
 {
   const char* value = std::getenv(name);
-  return value != nullptr && value[0] != '\0';
+  return value != nullptr && value[0] != '\0' ? value : nullptr;
 }
 
-// True when a PMI-1 launcher started us: lcrun and hydra's default mode give
-// PMI_FD + PMI_RANK + PMI_SIZE; hydra's "-pmi-port" mode gives PMI_PORT +
-// PMI_ID (rank and size then come from the server's initack reply).
-bool pmi1_env_present()
+// An integer environment variable, or -1 when unset or not a number.
+long long env_count(const char* name)
 {
-  bool fd_or_port = env_set("PMI_FD") || env_set("PMI_PORT");
-  bool rank_size = env_set("PMI_RANK") && env_set("PMI_SIZE");
-  return (fd_or_port && rank_size) ||
-         (env_set("PMI_PORT") && env_set("PMI_ID"));
+  const char* text = env(name);
+  long long value = -1;
+  if (text == nullptr || !pmi_wire::parse_int(text, &value)) return -1;
+  return value;
 }
 
-std::shared_ptr<backend_t> create_backend()
+[[noreturn]] void inconsistent(const std::string& what)
 {
-  const char* var = "LCI_ATTR_BOOTSTRAP_BACKEND";
-  const char* forced = std::getenv(var);
-  std::string choice = forced ? forced : "";
-  if (choice.empty()) choice = pmi1_env_present() ? "pmi1" : "local";
-  if (choice == "local") return make_local_backend();
-  if (choice == "pmi1") return make_pmi1_backend();
-  throw std::runtime_error(std::string("lci bootstrap: ") + var + "='" +
-                           choice +
-                           "' is not a known backend (use 'local' or 'pmi1')");
+  throw std::runtime_error(
+      "lci bootstrap: inconsistent launcher environment: " + what +
+      " [found: " + launcher_environment() + "]; start the program with " +
+      "its launcher's PMI support (e.g. srun --mpi=pmi2 or --mpi=pmix), or " +
+      kForceHint);
+}
+
+// The backend "auto" stands for here, or "pmi" (PMI_FD: negotiate the
+// version). Throws on partial or contradictory variables.
+std::string detect()
+{
+  if (mpi_initialized_by_program()) return "mpi";
+
+  bool pmix_rank = env("PMIX_RANK") != nullptr;
+  bool pmix_ns = env("PMIX_NAMESPACE") != nullptr;
+  if (pmix_rank && pmix_ns) return "pmix";
+  if (pmix_rank != pmix_ns) {
+    inconsistent(std::string(pmix_rank ? "PMIX_RANK" : "PMIX_NAMESPACE") +
+                 " is set but " + (pmix_rank ? "PMIX_NAMESPACE" : "PMIX_RANK") +
+                 " is not");
+  }
+
+  bool fd = env("PMI_FD") != nullptr;
+  bool port = env("PMI_PORT") != nullptr;
+  bool rank = env("PMI_RANK") != nullptr;
+  bool size = env("PMI_SIZE") != nullptr;
+  bool id = env("PMI_ID") != nullptr;
+  if (fd) {
+    if (!rank || !size) {
+      inconsistent(std::string("PMI_FD is set but ") +
+                   (!rank ? "PMI_RANK" : "PMI_SIZE") + " is not");
+    }
+    return "pmi";
+  }
+  if (port) {
+    if (!id && !(rank && size)) {
+      inconsistent(
+          "PMI_PORT is set but neither PMI_ID nor PMI_RANK and "
+          "PMI_SIZE are");
+    }
+    return "pmi1";
+  }
+  if (rank || size || id) {
+    inconsistent(std::string(rank   ? "PMI_RANK"
+                             : size ? "PMI_SIZE"
+                                    : "PMI_ID") +
+                 " is set but neither PMI_FD nor PMI_PORT is (no way to "
+                 "reach the process manager)");
+  }
+
+  // Launchers we recognize but cannot use without PMI variables.
+  long long ompi_size = env_count("OMPI_COMM_WORLD_SIZE");
+  if (ompi_size > 1) {
+    inconsistent("Open MPI started " + std::to_string(ompi_size) +
+                 " ranks (OMPI_COMM_WORLD_SIZE) but no PMIx variables "
+                 "(PMIX_RANK, PMIX_NAMESPACE) are set");
+  }
+  long long slurm_tasks = env_count("SLURM_STEP_NUM_TASKS");
+  if (slurm_tasks > 1 && env("SLURM_PROCID") != nullptr) {
+    inconsistent("srun started " + std::to_string(slurm_tasks) +
+                 " tasks (SLURM_STEP_NUM_TASKS) without a PMI (srun "
+                 "--mpi=none?)");
+  }
+  return "local";
+}
+
+// PMI_FD without a forced version: offer PMI-2, fall back to PMI-1.
+// PMI_PORT mode always uses PMI-1 (its "cmd=initack" comes before init).
+std::unique_ptr<backend_t> negotiate_pmi()
+{
+  auto conn = std::make_unique<pmi_conn_t>("pmi");
+  if (conn->port_mode()) return make_pmi1_backend(std::move(conn), false);
+  std::string request = "cmd=init pmi_version=2 pmi_subversion=0";
+  conn->send_line(request);
+  std::string line = conn->read_line(request);
+  pmi_wire::message_t reply = pmi_wire::parse(line);
+  if (pmi_wire::get(reply, "cmd") != "response_to_init") {
+    conn->fail("unexpected reply '" + line + "' to '" + request + "'");
+  }
+  std::string rc = pmi_wire::get(reply, "rc", "0");
+  std::string version = pmi_wire::get(reply, "pmi_version");
+  if (rc == "0" && version == "2") {
+    return make_pmi2_backend(std::move(conn), true);
+  }
+  if (rc == "0" && (version == "1" || version.empty())) {
+    // The server accepted the init as PMI-1 (lcrun does).
+    return make_pmi1_backend(std::move(conn), true);
+  }
+  if (rc != "0") {
+    // PMI-2 refused: start over with a PMI-1 init on the same connection.
+    return make_pmi1_backend(std::move(conn), false);
+  }
+  conn->fail("'" + request + "' answered '" + line +
+             "' (neither PMI-1 nor PMI-2)");
+}
+
+bool known_name(const std::string& name)
+{
+  for (const char* known : kBackendNames) {
+    if (name == known) return true;
+  }
+  return false;
+}
+
+std::string known_list()
+{
+  std::string list;
+  for (const char* known : kBackendNames) {
+    list += (list.empty() ? "" : ", ") + std::string(known);
+  }
+  return list;
+}
+
+// Holds the backend until exit; `any` also finds it while runtimes still
+// hold it after the exit handler dropped `holder`.
+struct state_t {
+  std::mutex mutex;
+  std::shared_ptr<backend_t> holder;
+  std::weak_ptr<backend_t> any;
+  bool exit_handler = false;
+  bool exiting = false;
+};
+
+state_t& state()
+{
+  // Never destroyed, so that calls from static destructors at exit still
+  // find a live mutex.
+  static state_t* s = new state_t;
+  return *s;
+}
+
+void release_at_exit()
+{
+  std::shared_ptr<backend_t> last;
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    state().exiting = true;
+    last = std::move(state().holder);
+  }
+  // `last` goes out of scope outside the lock: if no runtime holds the
+  // backend any more, this finalizes it.
 }
 
 }  // namespace
 
-std::shared_ptr<backend_t> get_backend()
+std::string launcher_environment()
 {
-  // Heap-allocated and never freed, so that calls from other static
-  // destructors at exit still find a live mutex.
-  static std::mutex* mutex = new std::mutex;
-  static std::weak_ptr<backend_t>* instance = new std::weak_ptr<backend_t>;
-  std::lock_guard<std::mutex> lock(*mutex);
-  std::shared_ptr<backend_t> backend = instance->lock();
-  if (!backend) {
-    backend = create_backend();
-    *instance = backend;
+  std::string out;
+  for (const char* name : kLauncherVars) {
+    const char* value = env(name);
+    if (value == nullptr) continue;
+    std::string shown = value;
+    if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
+    out += (out.empty() ? "" : " ") + std::string(name) + "=" + shown;
+  }
+  return out.empty() ? "none" : out;
+}
+
+std::unique_ptr<backend_t> create_backend(const std::string& name)
+{
+  if (!known_name(name)) {
+    throw std::runtime_error("lci bootstrap: unknown backend '" + name +
+                             "' (known: " + known_list() + ")");
+  }
+  std::string choice = name == "auto" ? detect() : name;
+  try {
+    if (choice == "local") return make_local_backend();
+    if (choice == "pmi") return negotiate_pmi();
+    if (choice == "pmi1") return make_pmi1_backend();
+    if (choice == "pmi2") return make_pmi2_backend();
+    if (choice == "pmix") return make_pmix_backend();
+    return make_mpi_backend();
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string(e.what()) + " [" +
+                             (name == "auto" ? "detected" : "forced") +
+                             " backend '" + choice + "'; launcher variables: " +
+                             launcher_environment() + "; " + kForceHint + "]");
+  }
+}
+
+std::shared_ptr<backend_t> get_backend(const std::string& requested)
+{
+  if (!known_name(requested)) {
+    throw std::runtime_error("lci bootstrap: unknown backend '" + requested +
+                             "' (known: " + known_list() + ")");
+  }
+  state_t& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (std::shared_ptr<backend_t> backend = s.any.lock()) {
+    if (requested != "auto" && requested != backend->name()) {
+      throw std::runtime_error("lci bootstrap: backend '" + requested +
+                               "' requested, but this process already uses '" +
+                               backend->name() +
+                               "' (one bootstrap backend per process)");
+    }
+    return backend;
+  }
+  if (s.exiting) {
+    throw std::runtime_error(
+        "lci bootstrap: the process is exiting and its bootstrap backend is "
+        "finalized; cannot create a runtime now");
+  }
+  std::shared_ptr<backend_t> backend(create_backend(requested));
+  s.holder = backend;
+  s.any = backend;
+  if (!s.exit_handler) {
+    std::atexit(release_at_exit);
+    s.exit_handler = true;
   }
   return backend;
 }

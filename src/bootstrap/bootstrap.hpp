@@ -1,9 +1,10 @@
 // Peer discovery: who am I, how many are we, and a way to exchange small
 // blobs (network addresses) with every other rank.
 //
-// Thread safety: single-thread. The runtime calls these only from its
-// allocation and free paths (alloc_runtime, alloc_device, ...), which are
-// collective and not concurrent with each other.
+// Thread safety: get_backend() is thread-safe. A backend's operations are
+// single-thread: the runtime calls them only from its allocation and free
+// paths (alloc_runtime, alloc_device, ...), which are collective and
+// serialized per runtime.
 #ifndef LCI_BOOTSTRAP_BOOTSTRAP_HPP
 #define LCI_BOOTSTRAP_BOOTSTRAP_HPP
 
@@ -23,18 +24,44 @@ class backend_t
   virtual int rank_n() const = 0;
   // Every rank contributes `size` bytes from `in`; `out` receives
   // rank_n() * size bytes ordered by rank. Collective: all ranks call it the
-  // same number of times in the same order.
+  // same number of times in the same order. `in` may alias part of `out`.
   virtual void allgather(const void* in, void* out, std::size_t size) = 0;
   virtual void barrier() = 0;
+  // Bounds every wait on the process manager (a fence, a reply) to
+  // `seconds`; 0 waits forever. A wait that times out throws, naming the
+  // request. Backends that cannot bound their waits (local, mpi) ignore it.
+  // Thread-safe.
+  virtual void set_timeout(unsigned seconds) { (void)seconds; }
 };
 
-// The process-wide bootstrap backend, chosen from the environment on first
-// use: "pmi1" when PMI_FD (or PMI_PORT), PMI_RANK and PMI_SIZE are set (lcrun,
-// MPICH hydra), otherwise "local" (a singleton: rank 0 of 1). The
-// attribute LCI_ATTR_BOOTSTRAP_BACKEND (env) may force one of those names.
-// The backend lives while any shared_ptr to it lives; the last release
-// finalizes it (PMI finalize). Thread-safe.
-std::shared_ptr<backend_t> get_backend();
+// The names get_backend() accepts: "auto" and the backends.
+extern const char* const kBackendNames[6];  // auto local pmi1 pmi2 pmix mpi
+
+// The process-wide bootstrap backend. The first call creates it:
+// `requested` names a backend, or "auto" applies the detection order
+// (docs/LAUNCHING.md):
+//   1. mpi    built with MPI and the program already called MPI_Init
+//   2. pmix   PMIX_RANK and PMIX_NAMESPACE are set (Open MPI's mpirun,
+//             srun --mpi=pmix, prterun)
+//   3. pmi2 / pmi1   PMI_FD (+ PMI_RANK, PMI_SIZE) is set: PMI-2 if the
+//             process manager accepts it in "cmd=init", else PMI-1 (hydra,
+//             srun --mpi=pmi2, lcrun); PMI_PORT (+ PMI_ID): PMI-1
+//   4. local  no launcher variables at all (rank 0 of 1)
+// Partial or contradictory launcher variables (e.g. PMI_RANK without
+// PMI_FD/PMI_PORT, OMPI_COMM_WORLD_SIZE=4 without PMIx variables) are an
+// error naming them, never a silent singleton.
+//
+// The backend lives until process exit (atexit), or until the last
+// shared_ptr to it is released after that; destroying it finalizes the
+// process manager connection. Later calls return the same backend; a
+// request naming a different backend is an error. Errors throw
+// std::runtime_error whose message names the backend, the variables found
+// and how to force a backend.
+std::shared_ptr<backend_t> get_backend(const std::string& requested = "auto");
+
+// The launcher variables of this process, "NAME=value ..." (for error
+// messages); "none" when there are none.
+std::string launcher_environment();
 
 }  // namespace lci::bootstrap
 

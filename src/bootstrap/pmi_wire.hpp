@@ -1,11 +1,16 @@
-// PMI-1 wire format helpers shared by the PMI-1 client (pmi1.cpp) and the
-// lcrun launcher's PMI-1 server. Header-only, no dependencies.
+// PMI wire format helpers shared by the PMI-1 and PMI-2 clients (pmi1.cpp,
+// pmi2.cpp) and the lcrun launcher's PMI server. Header-only, no
+// dependencies.
 //
 // A PMI-1 message is one line of space-separated "key=value" tuples ending
 // in "\n", e.g. "cmd=put kvsname=kvs_0 key=k value=v". Parsing is lenient as
 // the protocol write-ups recommend: tuples may come in any order, extra
 // spaces and extra keys are fine, and a word without '=' continues the
 // previous value (values may contain spaces).
+//
+// A PMI-2 message is a 6-character decimal length (right-aligned, padded
+// with spaces) followed by that many bytes of "cmd=NAME;key=value;...;",
+// e.g. "    26cmd=kvs-put-response;rc=0;". Values cannot contain ';'.
 #ifndef LCI_BOOTSTRAP_PMI_WIRE_HPP
 #define LCI_BOOTSTRAP_PMI_WIRE_HPP
 
@@ -62,6 +67,62 @@ inline bool parse_int(const std::string& text, long long* value)
   }
   *value = (text[0] == '-') ? -v : v;
   return true;
+}
+
+// Width of the PMI-2 length prefix, and the largest length it can hold.
+constexpr std::size_t kV2LengthWidth = 6;
+constexpr std::size_t kV2MaxLength = 999999;
+
+// Frames a PMI-2 message body ("cmd=...;...;") with its length prefix.
+// The caller keeps bodies below kV2MaxLength.
+inline std::string frame_v2(const std::string& body)
+{
+  std::string length = std::to_string(body.size());
+  if (length.size() < kV2LengthWidth)
+    length.insert(0, kV2LengthWidth - length.size(), ' ');
+  return length + body;
+}
+
+// Parses a PMI-2 length prefix (spaces and digits, at least one digit).
+inline bool parse_v2_length(const std::string& prefix, std::size_t* length)
+{
+  if (prefix.size() != kV2LengthWidth) return false;
+  std::size_t value = 0;
+  bool digits = false;
+  for (char c : prefix) {
+    if (c == ' ') {
+      if (digits) return false;  // a space after the digits
+      continue;
+    }
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + static_cast<std::size_t>(c - '0');
+    digits = true;
+  }
+  *length = value;
+  return digits;
+}
+
+// Splits a PMI-2 body (without its length prefix) into its fields: "k=v"
+// separated by ';'. A field without '=' is kept with an empty value.
+inline message_t parse_v2(const std::string& body)
+{
+  message_t out;
+  std::size_t pos = 0;
+  while (pos < body.size()) {
+    std::size_t end = body.find(';', pos);
+    if (end == std::string::npos) end = body.size();
+    std::string field = body.substr(pos, end - pos);
+    if (!field.empty()) {
+      std::size_t eq = field.find('=');
+      if (eq == std::string::npos) {
+        out[field] = "";
+      } else if (eq > 0) {
+        out[field.substr(0, eq)] = field.substr(eq + 1);
+      }
+    }
+    pos = end + 1;
+  }
+  return out;
 }
 
 }  // namespace lci::bootstrap::pmi_wire

@@ -14,6 +14,20 @@ namespace lci
 namespace
 {
 
+// Runs a bootstrap operation; its errors (a lost process manager, a rank
+// that exited) become fatal_error naming `call`.
+template <typename F>
+void via_bootstrap(const char* call, F&& op)
+{
+  try {
+    op();
+  } catch (const fatal_error&) {
+    throw;
+  } catch (const std::exception& e) {
+    util::throw_fatal(call, ": ", e.what());
+  }
+}
+
 // Every rank's address of this device, exchanged through the bootstrap in
 // fixed-size slots: [length byte][address bytes].
 std::vector<std::string> exchange_addresses(runtime_impl_t* rt,
@@ -27,7 +41,8 @@ std::vector<std::string> exchange_addresses(runtime_impl_t* rt,
   slot[0] = static_cast<char>(mine.size());
   std::memcpy(slot + 1, mine.data(), mine.size());
   std::vector<char> all(kSlot * rt->rank_n);
-  rt->bootstrap->allgather(slot, all.data(), kSlot);
+  via_bootstrap("alloc_device",
+                [&] { rt->bootstrap->allgather(slot, all.data(), kSlot); });
   std::vector<std::string> addrs(rt->rank_n);
   for (int r = 0; r < rt->rank_n; ++r) {
     const char* s = all.data() + r * kSlot;
@@ -59,7 +74,7 @@ device_impl_t::device_impl_t(runtime_impl_t* rt, packet_pool_impl_t* p,
   pool->users.fetch_add(1);
   progress_device(this);  // pre-posts the receives
   // nobody sends to this device before every rank has posted its receives
-  rt->bootstrap->barrier();
+  via_bootstrap("alloc_device", [&] { rt->bootstrap->barrier(); });
 }
 
 device_impl_t::~device_impl_t()
@@ -103,7 +118,7 @@ void free_device_x::call_impl(device_t* device, runtime_t)
   {
     // collective, like the allocation: no peer still talks to this device
     std::lock_guard<std::mutex> guard(dev->runtime->collective_mu);
-    dev->runtime->bootstrap->barrier();
+    via_bootstrap("free_device", [&] { dev->runtime->bootstrap->barrier(); });
   }
   if (dev->runtime->default_device == dev)
     dev->runtime->default_device = nullptr;

@@ -18,7 +18,17 @@ runtime_impl_t::runtime_impl_t(const runtime_attr_t& a) : attr(a)
   if (attr.max_tag == ANY_TAG)
     util::throw_fatal("alloc_runtime: max_tag ", attr.max_tag,
                       " would include ANY_TAG");
-  bootstrap = bootstrap::get_backend();
+  try {
+    bootstrap = bootstrap::get_backend(attr.bootstrap_backend);
+  } catch (const fatal_error&) {
+    throw;
+  } catch (const std::exception& e) {
+    util::throw_fatal("alloc_runtime: ", e.what());
+  }
+  // the attribute reports the backend in force
+  this->attr.bootstrap_backend = bootstrap->name();
+  bootstrap->set_timeout(static_cast<unsigned>(
+      std::min<size_t>(attr.bootstrap_timeout, 100000000)));
   rank_me = bootstrap->rank_me();
   rank_n = bootstrap->rank_n();
   net_context = net::alloc_context(attr);

@@ -1,12 +1,14 @@
 // bootstrap_check: exercises lci::bootstrap::get_backend() in one process of
-// a job (singleton, lcrun or mpiexec.hydra): rank/size, allgather of
+// a job (singleton, lcrun, mpiexec.hydra, mpirun): rank/size, allgather of
 // rank-derived data of several sizes (5000 bytes forces PMI chunking) with
-// every byte verified, in-place allgather, barriers.
+// every byte verified, in-place allgather, barriers. The backend requested
+// is $LCI_ATTR_BOOTSTRAP_BACKEND, else "auto" (as the library does).
 //
 // Usage: bootstrap_check [--size N] [--backend NAME] [--reinit]
 //   --size/--backend: expected job size / backend name.
-//   --reinit: drop the backend and create it again (PMI finalize, then a
-//             new init on the same PMI_FD; works with lcrun, not hydra).
+//   --reinit: drop every reference to the backend and ask again: the same
+//             backend must come back (it lives until exit; PMI servers
+//             such as hydra refuse a second init) and still work.
 // Exits 0 when all checks pass; prints the failure and exits 1 otherwise.
 #include <cstdint>
 #include <cstdio>
@@ -124,7 +126,9 @@ int main(int argc, char** argv)
     }
   }
   try {
-    auto backend = lci::bootstrap::get_backend();
+    const char* forced = std::getenv("LCI_ATTR_BOOTSTRAP_BACKEND");
+    std::string requested = forced && forced[0] ? forced : "auto";
+    auto backend = lci::bootstrap::get_backend(requested);
     check(backend != nullptr, "get_backend() returned null");
     check(lci::bootstrap::get_backend() == backend,
           "a second get_backend() returned another instance");
@@ -132,8 +136,11 @@ int main(int argc, char** argv)
     int me = backend->rank_me();
     int n = backend->rank_n();
     if (reinit) {
-      backend.reset();  // last reference: finalizes
-      backend = lci::bootstrap::get_backend();
+      const backend_t* before = backend.get();
+      backend.reset();
+      backend = lci::bootstrap::get_backend(requested);
+      check(backend.get() == before,
+            "the backend was re-created after its last user released it");
       check_backend(*backend, expected_size, expected_backend);
       check(backend->rank_me() == me, "rank changed after re-creation");
     }

@@ -24,7 +24,8 @@ namespace lci_test
 
 // The unit tests run as a singleton (rank 0 of 1) without a launcher and
 // check the documented attribute defaults, so every binary drops an outer
-// launcher's PMI_* variables and any LCI_ATTR_* override before main()
+// launcher's PMI_*/PMIX_* variables (and those that make the bootstrap
+// refuse a singleton) and any LCI_ATTR_* override before main()
 // (tests that need an override set it themselves with env_guard_t).
 inline bool clean_environment()
 {
@@ -32,7 +33,9 @@ inline bool clean_environment()
   for (char** e = environ; e && *e; ++e) {
     std::string entry(*e);
     std::string name = entry.substr(0, entry.find('='));
-    if (name.rfind("LCI_ATTR_", 0) == 0 || name.rfind("PMI_", 0) == 0)
+    if (name.rfind("LCI_ATTR_", 0) == 0 || name.rfind("PMI_", 0) == 0 ||
+        name.rfind("PMIX_", 0) == 0 || name == "OMPI_COMM_WORLD_SIZE" ||
+        name == "SLURM_STEP_NUM_TASKS")
       names.push_back(name);
   }
   for (const std::string& n : names) ::unsetenv(n.c_str());

@@ -1,15 +1,18 @@
 // lcrun: starts N ranks of a program as one job and serves them the PMI-1
-// wire protocol (pmi_server.hpp) so that LCI's "pmi1" bootstrap backend can
-// exchange addresses. It watches the ranks: the first failure (non-zero
-// exit, death by a signal, PMI abort, a barrier that can no longer complete)
-// or the timeout terminates the others. It only ever signals the process
-// groups of the ranks it started, by id.
+// wire protocol (pmi_server.hpp) so that LCI's PMI bootstrap can exchange
+// addresses. It watches the ranks: the first failure (non-zero exit, death
+// by a signal, PMI abort, a barrier that can no longer complete) or the
+// timeout terminates the others. It only ever signals the process groups of
+// the ranks it started, by id. With --label it forwards each rank's stdout
+// and stderr line by line, prefixed with "[rank] ". It creates no files.
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,29 +47,48 @@ const char kUsage[] =
     "Usage: lcrun [-n N] [--timeout SECONDS] [options] [--] PROGRAM [ARGS...]\n"
     "\n"
     "Starts N ranks (default 1) of PROGRAM as one job and serves them the\n"
-    "PMI-1 protocol: each rank gets PMI_FD, PMI_RANK, PMI_SIZE and\n"
-    "PMI_SPAWNED=0. The ranks inherit stdout/stderr; only rank 0 gets stdin.\n"
+    "PMI-1 protocol over a private socket pair per rank: each rank gets\n"
+    "PMI_FD, PMI_RANK, PMI_SIZE and PMI_SPAWNED=0, and lcrun's environment.\n"
+    "Only rank 0 gets stdin. lcrun creates no files.\n"
     "\n"
     "Options:\n"
     "  -n, -np N           number of ranks (N >= 1)\n"
     "  --timeout SECONDS   kill the job after SECONDS and exit 124; 0 means\n"
     "                      no limit (default: $LCRUN_TIMEOUT, else none)\n"
+    "  -x, --env NAME=VALUE  set NAME=VALUE in every rank's environment\n"
+    "                      (repeatable)\n"
+    "  -l, --label         forward each rank's stdout and stderr line by line\n"
+    "                      with a \"[RANK] \" prefix (default: the ranks "
+    "write\n"
+    "                      to lcrun's stdout and stderr directly)\n"
     "  --pmi-port          serve PMI over TCP on 127.0.0.1 with PMI_PORT and\n"
-    "                      PMI_ID instead of PMI_FD (like hydra -pmi-port)\n"
+    "                      PMI_ID instead of PMI_FD (like hydra -pmi-port);\n"
+    "                      each PMI_ID may connect once\n"
     "  -v, --verbose       print the PMI requests and replies to stderr\n"
     "  -h, --help          print this help and exit\n"
     "\n"
     "Exit status: 0 when all ranks exit 0. When a rank fails, the others get\n"
-    "SIGTERM, then SIGKILL 2 s later, and lcrun exits 128+S if that rank was\n"
-    "killed by signal S, else 1. 124: timeout. 128+S: lcrun got SIGINT or\n"
-    "SIGTERM (S), which it forwards to the ranks. 2: bad usage.\n";
+    "SIGTERM, then SIGKILL 2 s later, and lcrun exits with the first failed\n"
+    "rank's status: its exit code, or 128+S if it was killed by signal S (a\n"
+    "PMI abort: its exit code, at least 1). 124: timeout. 128+S: lcrun got\n"
+    "SIGINT, SIGTERM or SIGHUP (S), which it forwards to the ranks. 2: bad\n"
+    "usage.\n";
 
 struct options_t {
   int nranks = 1;
   double timeout = 0;  // seconds; 0 = none
   bool pmi_port = false;
   bool verbose = false;
-  std::vector<char*> command;  // PROGRAM ARGS... nullptr
+  bool label = false;
+  std::vector<std::string> env;  // NAME=VALUE for every rank
+  std::vector<char*> command;    // PROGRAM ARGS... nullptr
+};
+
+// One forwarded output stream of a rank (--label).
+struct stream_t {
+  int fd = -1;       // read end of the rank's pipe; -1 once at EOF
+  int out = -1;      // lcrun's stdout or stderr
+  std::string line;  // a partial line waiting for its newline
 };
 
 struct rank_t {
@@ -75,6 +97,7 @@ struct rank_t {
   bool signaled = false;  // killed by signal `code`, else exited with `code`
   int code = 0;
   bool reaped = false;
+  stream_t streams[2];  // stdout, stderr (--label only)
 };
 
 int g_wake_pipe[2] = {-1, -1};
@@ -155,6 +178,21 @@ int parse_args(int argc, char** argv, options_t* opt)
         return usage_error(std::string("invalid --timeout '") + text +
                            "' (expected a number of seconds >= 0)");
       }
+    } else if (arg == "-x" || arg == "--env" ||
+               arg.compare(0, 6, "--env=") == 0) {
+      const char* text =
+          arg.compare(0, 6, "--env=") == 0 ? argv[i] + 6 : value_of();
+      if (text == nullptr) return usage_error(arg + " needs NAME=VALUE");
+      std::string kv = text;
+      std::size_t eq = kv.find('=');
+      if (eq == 0 || eq == std::string::npos ||
+          kv.find_first_of(" \t\n") < eq) {
+        return usage_error("invalid environment setting '" + kv +
+                           "' (expected NAME=VALUE)");
+      }
+      opt->env.push_back(kv);
+    } else if (arg == "-l" || arg == "--label") {
+      opt->label = true;
     } else if (arg == "--pmi-port") {
       opt->pmi_port = true;
     } else if (arg == "-v" || arg == "--verbose") {
@@ -182,7 +220,11 @@ void install_signal_handlers()
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
-  for (int sig : {SIGCHLD, SIGINT, SIGTERM}) sigaction(sig, &action, nullptr);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) {
+    sigaction(sig, &action, nullptr);
+  }
+  // A closed output pipe must be an error, not our death.
+  signal(SIGPIPE, SIG_IGN);
 }
 
 void drain_wake_pipe()
@@ -212,16 +254,24 @@ int listen_loopback(int backlog, std::string* spec)
 }
 
 // Runs in the forked child: prepares the rank's environment and execs.
+// `out_fds`: the write ends of the --label pipes for stdout and stderr, or
+// -1 to keep lcrun's.
 [[noreturn]] void exec_rank(const options_t& opt, int rank, int pmi_fd,
-                            const std::string& port_spec,
+                            const int out_fds[2], const std::string& port_spec,
                             const sigset_t& old_mask, pid_t parent)
 {
   struct sigaction action {
   };
   action.sa_handler = SIG_DFL;
   sigemptyset(&action.sa_mask);
-  for (int sig : {SIGCHLD, SIGINT, SIGTERM}) sigaction(sig, &action, nullptr);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
+    sigaction(sig, &action, nullptr);
+  }
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  for (int i = 0; i < 2; ++i) {
+    if (out_fds[i] >= 0)
+      dup2(out_fds[i], i == 0 ? STDOUT_FILENO : STDERR_FILENO);
+  }
   setpgid(0, 0);
 #ifdef __linux__
   // Do not outlive lcrun if it is killed with SIGKILL.
@@ -254,6 +304,10 @@ int listen_loopback(int backlog, std::string* spec)
     unsetenv("PMI_SIZE");
   }
   setenv("PMI_SPAWNED", "0", 1);
+  for (const std::string& kv : opt.env) {
+    std::size_t eq = kv.find('=');
+    setenv(kv.substr(0, eq).c_str(), kv.c_str() + eq + 1, 1);
+  }
   execvp(opt.command[0], opt.command.data());
   std::fprintf(stderr, "lcrun: rank %d: cannot execute '%s': %s\n", rank,
                opt.command[0], std::strerror(errno));
@@ -280,6 +334,9 @@ class job_t
  private:
   bool launch(int rank);
   void observe();
+  void forward(stream_t& stream, int rank);
+  void emit(const stream_t& stream, int rank, const std::string& text);
+  void drain_output();
   bool all_exited() const;
   int supervise();
   void serve_poll(int timeout_ms);
@@ -303,14 +360,30 @@ bool job_t::launch(int rank)
                  std::strerror(errno));
     return false;
   }
+  // --label: a pipe per output stream; we keep the read ends.
+  int pipes[2][2] = {{-1, -1}, {-1, -1}};
+  int child_out[2] = {-1, -1};
+  for (int i = 0; opt_.label && i < 2; ++i) {
+    if (pipe2(pipes[i], O_CLOEXEC) != 0) {
+      std::fprintf(stderr, "lcrun: pipe for rank %d: %s\n", rank,
+                   std::strerror(errno));
+      for (int fd : {sv[0], sv[1], pipes[0][0], pipes[0][1]}) {
+        if (fd >= 0) close(fd);
+      }
+      return false;
+    }
+    child_out[i] = pipes[i][1];
+  }
   // Block our signals across fork so that the child never runs our handlers.
   sigset_t block, old_mask;
   sigemptyset(&block);
-  for (int sig : {SIGCHLD, SIGINT, SIGTERM}) sigaddset(&block, sig);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&block, sig);
   sigprocmask(SIG_BLOCK, &block, &old_mask);
   pid_t parent = getpid();
   pid_t pid = fork();
-  if (pid == 0) exec_rank(opt_, rank, sv[1], port_spec_, old_mask, parent);
+  if (pid == 0) {
+    exec_rank(opt_, rank, sv[1], child_out, port_spec_, old_mask, parent);
+  }
   int fork_errno = errno;
   if (pid > 0) {
     setpgid(pid, pid);  // also done by the child; whoever is first wins
@@ -318,6 +391,16 @@ bool job_t::launch(int rank)
   }
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   if (sv[1] >= 0) close(sv[1]);
+  for (int i = 0; opt_.label && i < 2; ++i) {
+    close(pipes[i][1]);
+    if (pid < 0) {
+      close(pipes[i][0]);
+      continue;
+    }
+    fcntl(pipes[i][0], F_SETFL, O_NONBLOCK);
+    ranks_[rank].streams[i].fd = pipes[i][0];
+    ranks_[rank].streams[i].out = i == 0 ? STDOUT_FILENO : STDERR_FILENO;
+  }
   if (pid < 0) {
     std::fprintf(stderr, "lcrun: fork for rank %d: %s\n", rank,
                  std::strerror(fork_errno));
@@ -326,6 +409,30 @@ bool job_t::launch(int rank)
   }
   if (sv[0] >= 0) server_.add_connection(sv[0], rank);
   return true;
+}
+
+// libfabric's shm provider keeps each endpoint in "/dev/shm/<pid>:<n>:<m>"
+// and removes it when the endpoint closes, or on SIGTERM/SIGINT; a rank
+// killed by SIGKILL leaves it behind (16 MiB of memory each, and a later
+// process with the same pid finds the name taken). Removes the regions of
+// a rank that ended; it is still a zombie, so its pid is not reused yet.
+void remove_shm_regions(pid_t pid)
+{
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return;
+  std::string prefix = std::to_string(static_cast<long>(pid)) + ":";
+  while (dirent* entry = readdir(dir)) {
+    if (std::strncmp(entry->d_name, prefix.c_str(), prefix.size()) != 0) {
+      continue;
+    }
+    std::string path = std::string("/dev/shm/") + entry->d_name;
+    struct stat st;
+    if (lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        st.st_uid == geteuid()) {
+      unlink(path.c_str());
+    }
+  }
+  closedir(dir);
 }
 
 // Notes ranks that ended, leaving them zombies (WNOWAIT) so that their pid,
@@ -342,6 +449,7 @@ void job_t::observe()
     r.exited = true;
     r.signaled = info.si_code != CLD_EXITED;
     r.code = info.si_status;
+    if (r.signaled) remove_shm_regions(r.pid);
   }
 }
 
@@ -393,16 +501,127 @@ void job_t::reap_all()
   }
 }
 
-// One round of poll(): wake-ups, new PMI_PORT connections, PMI requests.
+void write_all(int fd, const std::string& data)
+{
+  std::size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      pollfd out{fd, POLLOUT, 0};
+      poll(&out, 1, 100);
+      continue;
+    }
+    if (n <= 0) return;  // our own output is gone: drop the text
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+// Writes `text` (whole lines) with a "[rank] " prefix on each line.
+void job_t::emit(const stream_t& stream, int rank, const std::string& text)
+{
+  std::string prefix = "[" + std::to_string(rank) + "] ";
+  std::string out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    end = end == std::string::npos ? text.size() : end + 1;
+    out += prefix;
+    out.append(text, pos, end - pos);
+    pos = end;
+  }
+  write_all(stream.out, out);
+}
+
+// Reads what a rank wrote; forwards the complete lines, keeps the rest.
+void job_t::forward(stream_t& stream, int rank)
+{
+  char buf[65536];
+  ssize_t n = read(stream.fd, buf, sizeof(buf));
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n <= 0) {
+    if (!stream.line.empty()) emit(stream, rank, stream.line + "\n");
+    stream.line.clear();
+    close(stream.fd);
+    stream.fd = -1;
+    return;
+  }
+  stream.line.append(buf, static_cast<std::size_t>(n));
+  std::size_t last = stream.line.rfind('\n');
+  if (last != std::string::npos) {
+    emit(stream, rank, stream.line.substr(0, last + 1));
+    stream.line.erase(0, last + 1);
+  } else if (stream.line.size() >= sizeof(buf)) {
+    // a very long line: forward it in pieces
+    emit(stream, rank, stream.line + "\n");
+    stream.line.clear();
+  }
+}
+
+// After the ranks ended: forwards what is left in the pipes, until every
+// pipe is at EOF or, if something else (a leftover grandchild) keeps one
+// open, for at most kKillGrace.
+void job_t::drain_output()
+{
+  auto give_up = clock_type::now() + kKillGrace;
+  while (true) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<int, int>> who;  // rank, stream
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+      for (int i = 0; i < 2; ++i) {
+        if (ranks_[r].streams[i].fd < 0) continue;
+        fds.push_back({ranks_[r].streams[i].fd, POLLIN, 0});
+        who.emplace_back(static_cast<int>(r), i);
+      }
+    }
+    if (fds.empty()) return;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        give_up - clock_type::now());
+    if (left.count() <= 0 ||
+        poll(fds.data(), fds.size(), static_cast<int>(left.count())) <= 0) {
+      break;
+    }
+    for (std::size_t k = 0; k < fds.size(); ++k) {
+      if (fds[k].revents == 0) continue;
+      forward(ranks_[who[k].first].streams[who[k].second], who[k].first);
+    }
+  }
+  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+    for (stream_t& stream : ranks_[r].streams) {
+      if (stream.fd < 0) continue;
+      if (!stream.line.empty()) {
+        emit(stream, static_cast<int>(r), stream.line + "\n");
+      }
+      close(stream.fd);
+      stream.fd = -1;
+    }
+  }
+}
+
+// One round of poll(): wake-ups, new PMI_PORT connections, PMI requests,
+// rank output (--label).
 void job_t::serve_poll(int timeout_ms)
 {
   std::vector<pollfd> fds;
   fds.push_back({g_wake_pipe[0], POLLIN, 0});
   if (listen_fd_ >= 0) fds.push_back({listen_fd_, POLLIN, 0});
+  std::vector<std::pair<int, int>> who;  // rank, stream
+  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+    for (int i = 0; i < 2; ++i) {
+      if (ranks_[r].streams[i].fd < 0) continue;
+      fds.push_back({ranks_[r].streams[i].fd, POLLIN, 0});
+      who.emplace_back(static_cast<int>(r), i);
+    }
+  }
   std::size_t first_conn = fds.size();
   server_.append_pollfds(&fds);
   if (poll(fds.data(), fds.size(), timeout_ms) <= 0) return;
   drain_wake_pipe();
+  std::size_t first_stream = first_conn - who.size();
+  for (std::size_t k = 0; k < who.size(); ++k) {
+    if (fds[first_stream + k].revents == 0) continue;
+    forward(ranks_[who[k].first].streams[who[k].second], who[k].first);
+  }
   for (std::size_t i = first_conn; i < fds.size(); ++i) {
     if (fds[i].revents != 0) server_.on_readable(fds[i].fd);
   }
@@ -435,7 +654,7 @@ int job_t::supervise()
                      i, static_cast<int>(r.pid), r.code);
       }
       terminate(SIGTERM);
-      return r.signaled ? 128 + r.code : 1;
+      return r.signaled ? 128 + r.code : r.code;
     }
     if (const auto& abort = server_.abort_request()) {
       std::fprintf(stderr,
@@ -444,7 +663,8 @@ int job_t::supervise()
                    abort->rank, abort->exit_code,
                    abort->message.empty() ? "" : ": ", abort->message.c_str());
       terminate(SIGTERM);
-      return 1;
+      return abort->exit_code > 0 && abort->exit_code < 256 ? abort->exit_code
+                                                            : 1;
     }
     for (std::size_t i = 0; i < ranks_.size(); ++i) {
       if (ranks_[i].exited && server_.barrier_waits_for(static_cast<int>(i))) {
@@ -498,6 +718,7 @@ int job_t::run()
     }
   }
   if (status < 0) status = supervise();
+  drain_output();
   reap_all();
   return status;
 }

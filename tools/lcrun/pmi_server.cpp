@@ -142,7 +142,17 @@ void pmi_server_t::serve(conn_t& conn, const std::string& line)
       reply(conn, "cmd=initack rc=-1 msg=invalid_pmiid");
       return;
     }
+    if (claimed_.count(static_cast<int>(id))) {
+      // Each PMI_ID connects once: a second claim is an outsider or a
+      // confused rank, not our rank.
+      std::fprintf(stderr,
+                   "lcrun: refusing a second PMI connection for rank %lld\n",
+                   id);
+      reply(conn, "cmd=initack rc=-1 msg=pmiid_already_connected");
+      return;
+    }
     conn.rank = static_cast<int>(id);
+    claimed_.insert(conn.rank);
     reply(conn, "cmd=initack rc=0");
     reply(conn, "cmd=set size=" + std::to_string(size_));
     reply(conn, "cmd=set rank=" + std::to_string(id));

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,7 @@ class pmi_server_t
   std::map<int, conn_t> conns_;  // by fd
   std::map<std::string, std::string> kvs_;
   int barrier_count_ = 0;
+  std::set<int> claimed_;  // ranks that sent "cmd=initack" (PMI_PORT mode)
   std::optional<abort_request_t> abort_;
 };
 

@@ -64,15 +64,30 @@ class ofi_device_t final : public device_t
     fi_av_attr av_attr{};
     av_attr.type = FI_AV_TABLE;
     check("fi_av_open", fi_av_open(domain, &av_attr, &av_, nullptr));
-    fi_info* ep_info = fi_dupinfo(info);
-    ep_info->tx_attr->size = attr.net_max_sends;
-    ep_info->rx_attr->size = attr.net_max_recvs;
-    int rc = fi_endpoint(domain, ep_info, &ep_, nullptr);
-    fi_freeinfo(ep_info);
-    check("fi_endpoint", rc);
-    check("fi_ep_bind(av)", fi_ep_bind(ep_, &av_->fid, 0));
-    check("fi_ep_bind(cq)", fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV));
-    check("fi_enable", fi_enable(ep_));
+    // Two attempts: the shm provider names its region "<pid>:<n>:<m>"; a
+    // process killed by SIGKILL leaves its region in /dev/shm, and when a
+    // later process gets the same pid, fi_enable finds the name taken by a
+    // "live" pid (itself), removes the stale region and fails with EBUSY.
+    // A second endpoint (a new name, the stale one gone) then works.
+    for (int attempt = 0;; ++attempt) {
+      fi_info* ep_info = fi_dupinfo(info);
+      ep_info->tx_attr->size = attr.net_max_sends;
+      ep_info->rx_attr->size = attr.net_max_recvs;
+      int rc = fi_endpoint(domain, ep_info, &ep_, nullptr);
+      fi_freeinfo(ep_info);
+      check("fi_endpoint", rc);
+      check("fi_ep_bind(av)", fi_ep_bind(ep_, &av_->fid, 0));
+      check("fi_ep_bind(cq)",
+            fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV));
+      rc = fi_enable(ep_);
+      if (rc == -FI_EBUSY && attempt == 0) {
+        close_fid(ep_);
+        ep_ = nullptr;
+        continue;
+      }
+      check("fi_enable", rc);
+      break;
+    }
   }
 
   void close()

@@ -1,0 +1,130 @@
+#!/bin/sh
+# Runs a program under a launcher and checks the outcome (ctest driver of
+# the launcher tests, tests/launchers/CMakeLists.txt).
+#
+# Usage: run.sh LAUNCHER NRANKS SECONDS [checks...] -- PROGRAM [ARGS...]
+#   LAUNCHER   lcrun=PATH | hydra | hydra-port | mpirun
+#   SECONDS    the launcher's own timeout; the whole run must end within
+#              SECONDS + 10 (an outer `timeout` enforces it)
+#   checks:
+#     --exit CODE|nonzero     expected exit status (default 0)
+#     --expect REGEX          the output (stdout+stderr) matches REGEX
+#     --count REGEX COUNT     exactly COUNT output lines match REGEX
+#     --env NAME=VALUE        set in the ranks' environment (repeatable)
+# Exits 0 when every check passes, 1 otherwise, 77 (ctest SKIP_RETURN_CODE)
+# when the launcher or the program is not installed/built.
+#
+# Everything stays on this machine: hydra uses -iface lo, mpirun keeps its
+# out-of-band channel on lo, and LCI uses libfabric's shm provider unless
+# LCI_ATTR_OFI_PROVIDER_NAME says otherwise.
+launcher=$1
+nranks=$2
+seconds=$3
+shift 3
+
+expected_exit=0
+expects=""
+counts=""
+nl='
+'
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+  case $1 in
+    --exit) expected_exit=$2; shift 2 ;;
+    --expect) expects="$expects$2$nl"; shift 2 ;;
+    --count) counts="$counts$3 $2$nl"; shift 3 ;;
+    --env) export "$2"; shift 2 ;;
+    *) echo "run.sh: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+[ "$1" = "--" ] && shift
+[ $# -ge 1 ] || { echo "run.sh: missing the program" >&2; exit 2; }
+
+skip() {
+  echo "SKIP: $*"
+  exit 77
+}
+
+: "${LCI_ATTR_OFI_PROVIDER_NAME:=shm}"
+export LCI_ATTR_OFI_PROVIDER_NAME
+
+[ -x "$1" ] || skip "$1 is not built"
+
+case $launcher in
+  lcrun=*)
+    lcrun=${launcher#lcrun=}
+    [ -x "$lcrun" ] || skip "lcrun ($lcrun) is not built"
+    set -- "$lcrun" -n "$nranks" --timeout "$seconds" -- "$@"
+    ;;
+  hydra | hydra-port)
+    hydra=${LCI_TEST_MPIEXEC_HYDRA:-/usr/bin/mpiexec.hydra}
+    [ -x "$hydra" ] || skip "MPICH's $hydra is not installed (apt-get install mpich)"
+    port=""
+    [ "$launcher" = hydra-port ] && port=-pmi-port
+    MPIEXEC_TIMEOUT=$seconds
+    export MPIEXEC_TIMEOUT
+    set -- "$hydra" -iface lo $port -n "$nranks" "$@"
+    ;;
+  mpirun)
+    mpirun=${LCI_TEST_MPIRUN:-/usr/bin/mpirun.openmpi}
+    [ -x "$mpirun" ] || skip "Open MPI's $mpirun is not installed (apt-get install openmpi-bin)"
+    root=""
+    [ "$(id -u)" = 0 ] && root=--allow-run-as-root
+    set -- "$mpirun" $root --oversubscribe --bind-to none \
+      --mca oob_tcp_if_include lo --timeout "$seconds" -n "$nranks" "$@"
+    ;;
+  *)
+    echo "run.sh: unknown launcher '$launcher'" >&2
+    exit 2
+    ;;
+esac
+
+echo "run.sh: + $*"
+start=$(date +%s)
+output=$(timeout -k 5 $((seconds + 10)) "$@" 2>&1)
+status=$?
+elapsed=$(($(date +%s) - start))
+printf '%s\n' "$output"
+echo "run.sh: exit status $status after ${elapsed}s (expected $expected_exit within $((seconds + 10))s)"
+
+# Ranks killed with SIGKILL (by the test or by a launcher ending the job)
+# leave libfabric shm regions "/dev/shm/<pid>:..." behind; ring prints its
+# pid in failure tests so that they can be removed once the pid is gone.
+for pid in $(printf '%s\n' "$output" | sed -n 's/^ring: pid \([0-9][0-9]*\)$/\1/p'); do
+  kill -0 "$pid" 2>/dev/null && continue
+  for f in /dev/shm/"$pid":*; do
+    [ -f "$f" ] && [ -O "$f" ] && rm -f "$f"
+  done
+done
+
+ok=1
+if [ "$expected_exit" = nonzero ]; then
+  [ "$status" -ne 0 ] || { echo "run.sh: FAIL: expected a non-zero exit status"; ok=0; }
+elif [ "$status" -ne "$expected_exit" ]; then
+  echo "run.sh: FAIL: exit status $status, expected $expected_exit"
+  ok=0
+fi
+[ "$status" -eq 124 ] && [ "$expected_exit" != 124 ] &&
+  echo "run.sh: FAIL: the outer timeout killed the launcher (a hang?)"
+[ "$elapsed" -le $((seconds + 10)) ] || { echo "run.sh: FAIL: took ${elapsed}s"; ok=0; }
+
+old_ifs=$IFS
+IFS=$nl
+for regex in $expects; do
+  if ! printf '%s\n' "$output" | grep -E -q -e "$regex"; then
+    echo "run.sh: FAIL: no output line matches '$regex'"
+    ok=0
+  fi
+done
+for entry in $counts; do
+  want=${entry%% *}
+  regex=${entry#* }
+  got=$(printf '%s\n' "$output" | grep -E -c -e "$regex")
+  if [ "$got" -ne "$want" ]; then
+    echo "run.sh: FAIL: $got output lines match '$regex', expected $want"
+    ok=0
+  fi
+done
+IFS=$old_ifs
+
+[ "$ok" = 1 ] && exit 0
+exit 1
