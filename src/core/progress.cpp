@@ -127,6 +127,23 @@ size_t progress_once(device_impl_t* dev)
   std::exception_ptr first_error;
   for (size_t i = 0; i < ncqes; ++i) {
     auto* pkt = static_cast<packet_t*>(cqes[i].ctx);
+    if (cqes[i].error) {
+      // a failed send or receive: give its packet back, then report
+      if (cqes[i].kind == net::cqe_t::kind_t::send) {
+        dev->nsends_pending.fetch_sub(1, std::memory_order_relaxed);
+      } else {
+        pkt->recv_owner = nullptr;
+        dev->nrecvs_posted.fetch_sub(1, std::memory_order_relaxed);
+      }
+      packet_pool_impl_t::put(pkt);
+      try {
+        util::throw_fatal("progress: libfabric completion error: ",
+                          cqes[i].error);
+      } catch (...) {
+        if (!first_error) first_error = std::current_exception();
+      }
+      continue;
+    }
     if (cqes[i].kind == net::cqe_t::kind_t::send) {
       packet_pool_impl_t::put(pkt);
       dev->nsends_pending.fetch_sub(1, std::memory_order_relaxed);
