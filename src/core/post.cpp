@@ -1,6 +1,9 @@
 // post_comm (paper 3.2.4 and 4.4, steps 1-3): validate, then either insert a
-// receive into the matching engine or send with the inject or eager
-// protocol.
+// receive into the matching engine, or send with the inject or eager
+// protocol, or hand the message to the rendezvous protocol (rendezvous.cpp)
+// or the communication to RMA (rma.cpp).
+#include "core/post.hpp"
+
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -10,6 +13,7 @@
 #include "core/progress.hpp"
 #include "core/protocol.hpp"
 #include "core/recv.hpp"
+#include "core/rendezvous.hpp"
 #include "resource/matching_engine.hpp"
 #include "resource/packet_pool.hpp"
 #include "resource/runtime.hpp"
@@ -22,6 +26,10 @@ status_t complete_recv(recv_t* recv, packet_t* pkt, bool signal)
 {
   msg_header_t hdr;
   std::memcpy(&hdr, pkt->data(), sizeof(hdr));
+  if (hdr.type() == msg_type_t::rts_send) {
+    std::unique_ptr<recv_t> owned(signal ? recv : nullptr);
+    return start_rdv_recv(recv, pkt);
+  }
   size_t size = pkt->length;
   if (size > recv->size) {
     packet_pool_impl_t::put(pkt);
@@ -48,23 +56,6 @@ status_t complete_recv(recv_t* recv, packet_t* pkt, bool signal)
   return s;
 }
 
-namespace
-{
-
-struct post_args_t {
-  runtime_impl_t* rt;
-  device_impl_t* dev;
-  packet_pool_impl_t* pool;
-  matching_engine_impl_t* me;
-  int rank;
-  void* buffer;
-  size_t size;
-  tag_t tag;
-  rcomp_t rcomp;
-  void* user_context;
-  matching_policy_t policy;
-};
-
 status_t done_status(const post_args_t& a)
 {
   status_t s(errorcode_t::done);
@@ -75,6 +66,9 @@ status_t done_status(const post_args_t& a)
   s.user_context = a.user_context;
   return s;
 }
+
+namespace
+{
 
 // Sends with the inject protocol (a copy on the stack, no completion) or the
 // eager one (a copy into a packet, returned to its pool when the network is
@@ -119,7 +113,7 @@ status_t post_in(const post_args_t& a, comp_impl_t* comp,
                  recv_t** posted = nullptr)
 {
   auto key = a.me->key(a.rank, a.tag, a.policy);
-  auto* recv = new recv_t{a.buffer, a.size, comp, a.user_context};
+  auto* recv = new recv_t{a.buffer, a.size, comp, a.user_context, a.mr};
   void* pkt = a.me->insert(key, recv, matching_engine_impl_t::type_t::recv);
   if (!pkt) {
     if (posted) *posted = recv;
@@ -196,36 +190,108 @@ status_t post_in_blocking(const post_args_t& a)
   return s;
 }
 
-// Posts now, unless sends queued earlier in the device's backlog must go
-// first (then retry_backlog: a send never overtakes the backlog).
-status_t post_once(const post_args_t& a, direction_t dir, comp_impl_t* comp)
+// Put and get come with the RMA operations.
+status_t post_rma(const post_args_t&, direction_t, comp_impl_t*)
 {
-  if (dir == direction_t::IN) return post_in(a, comp);
-  if (!a.dev->backlog.empty()) return status_t(errorcode_t::retry_backlog);
-  return post_out(a);
+  util::throw_fatal("post_comm: put and get are not implemented yet");
 }
 
-// allow_retry(false) and the post would retry: queue a copy of the message
-// in the device's backlog, which progress sends in order. The user's buffer
-// is free at once: done_backlog, or posted_backlog with allow_done(false),
-// and then the completion object is signalled when the message has left.
-status_t post_backlog(const post_args_t& a, comp_impl_t* comp, bool signal)
+// What a post becomes.
+enum class path_t {
+  recv,        // a receive: the matching engine
+  eager,       // inject or eager send / active message: done at once
+  rendezvous,  // send / active message above the eager limit
+  rma          // put or get
+};
+
+// Posts now, unless operations queued earlier in the device's backlog must
+// go first (then retry_backlog: nothing overtakes the backlog).
+status_t post_once(const post_args_t& a, path_t path, direction_t dir,
+                   comp_impl_t* comp)
 {
-  auto data = std::make_shared<std::vector<char>>(
-      static_cast<char*>(a.buffer), static_cast<char*>(a.buffer) + a.size);
-  post_args_t queued = a;
-  queued.buffer = data->data();
-  status_t result = done_status(a);
-  a.dev->backlog.push([queued, data, comp, signal, result]() -> error_t {
-    status_t s = post_out(queued);
-    if (s.is_retry()) return s.error;
-    if (signal) {
-      status_t done = result;
-      done.error = errorcode_t::done;
-      comp->signal(done);
+  if (path == path_t::recv) return post_in(a, comp);
+  if (!a.dev->backlog.empty()) return status_t(errorcode_t::retry_backlog);
+  switch (path) {
+    case path_t::eager:
+      return post_out(a);
+    case path_t::rendezvous:
+      return post_rdv(a, comp);
+    default:
+      return post_rma(a, dir, comp);
+  }
+}
+
+// A blocking send, put or get (COMP_NULL, allow_posted(false), or
+// COMP_NULL_RETRY above the eager limit): post, then progress until it
+// completes. With `may_return_retry`, a refused post returns retry instead.
+// The completion object lives on the heap, so that an exception thrown by
+// progress (another message was bad) can leave while the operation is
+// still in flight.
+status_t post_blocking(const post_args_t& a, path_t path, direction_t dir,
+                       bool may_return_retry)
+{
+  // an eager post is done or refused: it never signals
+  blocking_comp_t* comp = path == path_t::eager ? nullptr : new blocking_comp_t;
+  status_t s;
+  bool posted = false;
+  try {
+    for (;;) {
+      s = post_once(a, path, dir, comp);
+      if (!s.is_retry()) break;
+      if (may_return_retry) {
+        delete comp;
+        return s;
+      }
+      progress_device(a.dev);
     }
-    return errorcode_t::done;
-  });
+    if (s.is_done()) {
+      delete comp;
+      return s;
+    }
+    posted = true;
+    while (!comp->test(&s)) progress_device(a.dev);
+  } catch (...) {
+    if (posted)
+      comp->abandon();
+    else
+      delete comp;
+    throw;
+  }
+  delete comp;
+  return s;
+}
+
+// allow_retry(false) and the post would retry: queue it in the device's
+// backlog, which progress posts in order. An eager message is copied, so
+// the user's buffer is free at once: done_backlog, or posted_backlog with
+// allow_done(false), and then the completion object is signalled when the
+// message has left. A rendezvous, put or get keeps using the user's buffer:
+// posted_backlog, and the completion object is signalled when it completes.
+status_t post_backlog(const post_args_t& a, path_t path, direction_t dir,
+                      comp_impl_t* comp, bool signal)
+{
+  status_t result = done_status(a);
+  if (path == path_t::eager) {
+    auto data = std::make_shared<std::vector<char>>(
+        static_cast<char*>(a.buffer), static_cast<char*>(a.buffer) + a.size);
+    post_args_t queued = a;
+    queued.buffer = data->data();
+    a.dev->backlog.push([queued, data, comp, signal, result]() -> error_t {
+      status_t s = post_out(queued);
+      if (s.is_retry()) return s.error;
+      if (signal) comp->signal(result);
+      return errorcode_t::done;
+    });
+  } else {
+    signal = true;
+    a.dev->backlog.push([a, path, dir, comp, result]() -> error_t {
+      status_t s = path == path_t::rendezvous ? post_rdv(a, comp)
+                                              : post_rma(a, dir, comp);
+      if (s.is_retry()) return s.error;
+      if (s.is_done()) comp->signal(result);  // nothing to move
+      return errorcode_t::done;
+    });
+  }
   result.error =
       signal ? errorcode_t::posted_backlog : errorcode_t::done_backlog;
   return result;
@@ -259,9 +325,10 @@ matching_policy_t effective_policy(matching_policy_t policy, int rank,
 status_t post_comm_x::call_impl(
     direction_t direction, int rank, void* local_buffer, size_t size,
     comp_t local_comp, runtime_t runtime, device_t device,
-    packet_pool_t packet_pool, matching_engine_t matching_engine, tag_t tag,
-    rcomp_t remote_comp, void* user_context, matching_policy_t matching_policy,
-    bool allow_done, bool allow_posted, bool allow_retry)
+    packet_pool_t packet_pool, matching_engine_t matching_engine, mr_t mr,
+    uint64_t remote_disp, rmr_t rmr, tag_t tag, rcomp_t remote_comp,
+    void* user_context, matching_policy_t matching_policy, bool allow_done,
+    bool allow_posted, bool allow_retry)
 {
   const char* call = "post_comm";
   post_args_t a;
@@ -278,61 +345,78 @@ status_t post_comm_x::call_impl(
   a.rcomp = remote_comp;
   a.user_context = user_context;
   a.policy = matching_policy;
+  a.mr = mr;
+  a.remote_disp = remote_disp;
+  a.rmr = rmr;
 
   const bool in = direction == direction_t::IN;
-  if (in && remote_comp != RCOMP_NULL)
+  const bool rma = !rmr.is_empty();
+  if (in && !rma && remote_comp != RCOMP_NULL)
     util::throw_fatal(call, ": a receive (direction IN) with remote_comp ",
                       remote_comp,
                       " is not a valid communication (paper Table 1)");
-  if (!(rank >= 0 && rank < a.rt->rank_n) && !(in && rank == ANY_SOURCE))
+  if (!(rank >= 0 && rank < a.rt->rank_n) &&
+      !(in && !rma && rank == ANY_SOURCE))
     util::throw_fatal(call, ": rank ", rank, " is out of range [0, ",
                       a.rt->rank_n, ")");
   if (!local_buffer && size > 0)
     util::throw_fatal(call, ": null buffer with size ", size);
-  if (tag > a.rt->attr.max_tag && !(in && tag == ANY_TAG))
+  if (static_cast<int64_t>(size) < 0)
+    util::throw_fatal(call, ": size ", size,
+                      " is negative (or larger than any buffer)");
+  if (tag > a.rt->attr.max_tag && !(in && !rma && tag == ANY_TAG))
     util::throw_fatal(call, ": tag ", tag, " is above max_tag ",
                       a.rt->attr.max_tag);
   if (remote_comp != RCOMP_NULL && remote_comp > msg_header_t::kAuxMax)
     util::throw_fatal(call, ": remote_comp ", remote_comp, " is out of range");
-  if (!a.me && !(remote_comp != RCOMP_NULL))
+  if (!a.me && !rma && remote_comp == RCOMP_NULL)
     util::throw_fatal(call,
                       ": no matching engine given and the runtime has "
                       "none");
-  if (!in) {
-    size_t limit = eager_limit(a.pool, a.dev);
-    if (size > limit)
-      util::throw_fatal(call, ": size ", size, " exceeds the eager limit of ",
-                        limit,
-                        " bytes (the rendezvous protocol for larger "
-                        "messages is not implemented yet)");
-  } else {
-    a.policy = effective_policy(matching_policy, rank, tag);
-  }
-  if (in && local_comp == COMP_NULL_RETRY)
+  if (in && local_comp == COMP_NULL_RETRY && !rma)
     util::throw_fatal(call,
                       ": a receive needs a completion object "
                       "(COMP_NULL_RETRY cannot be signalled)");
+  path_t path;
+  if (rma) {
+    if (!a.rt->net_context->caps().rma)
+      util::throw_fatal(call, ": the network backend (",
+                        a.rt->net_context->caps().provider, ") has no RMA");
+    check_rmr(a.rt, in ? "post_comm (get)" : "post_comm (put)", rank, rmr,
+              remote_disp, size);
+    path = path_t::rma;
+  } else if (in) {
+    a.policy = effective_policy(matching_policy, rank, tag);
+    path = path_t::recv;
+  } else if (size > eager_limit(a.pool, a.dev)) {
+    if (!a.rt->net_context->caps().rma)
+      util::throw_fatal(call, ": size ", size, " exceeds the eager limit of ",
+                        eager_limit(a.pool, a.dev),
+                        " bytes and the network backend (",
+                        a.rt->net_context->caps().provider,
+                        ") has no RMA for the rendezvous protocol");
+    path = path_t::rendezvous;
+  } else {
+    path = path_t::eager;
+  }
+  const bool long_op = path == path_t::rendezvous || path == path_t::rma;
 
   // COMP_NULL or allow_posted(false): block, driving progress, until done.
-  if (local_comp.is_empty() || !allow_posted) {
-    if (direction == direction_t::IN) return post_in_blocking(a);
-    sync_impl_t sync(sync_attr_t{1});
-    for (;;) {
-      status_t s = post_once(a, direction, &sync);
-      if (s.is_retry()) {
-        progress_device(a.dev);
-        continue;
-      }
-      if (s.is_done()) return s;
-      wait_sync(&sync, a.dev, &s);
-      return s;
-    }
+  // COMP_NULL_RETRY promises done or retry: a rendezvous, put or get, which
+  // cannot be done at once, blocks too (but may return retry).
+  if (local_comp.is_empty() || !allow_posted ||
+      (long_op && local_comp == COMP_NULL_RETRY)) {
+    if (path == path_t::recv) return post_in_blocking(a);
+    return post_blocking(
+        a, path, direction,
+        long_op && local_comp == COMP_NULL_RETRY && allow_retry);
   }
 
   comp_impl_t* comp = local_comp.p_impl;
-  status_t s = post_once(a, direction, comp);
-  if (s.is_retry() && !allow_retry)  // only sends can retry
-    return post_backlog(a, comp, !allow_done && local_comp != COMP_NULL_RETRY);
+  status_t s = post_once(a, path, direction, comp);
+  if (s.is_retry() && !allow_retry)  // receives never retry
+    return post_backlog(a, path, direction, comp,
+                        !allow_done && local_comp != COMP_NULL_RETRY);
   if (s.is_done() && !allow_done && local_comp != COMP_NULL_RETRY) {
     comp->signal(s);
     s.error = errorcode_t::posted;

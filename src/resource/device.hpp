@@ -38,6 +38,8 @@ class device_impl_t
   // receives currently pre-posted, and sends whose packet is still in flight
   alignas(64) std::atomic<int64_t> nrecvs_posted{0};
   alignas(64) std::atomic<int64_t> nsends_pending{0};
+  // puts, gets and rendezvous transfers using this device, not complete yet
+  alignas(64) std::atomic<int64_t> nops_pending{0};
 };
 
 }  // namespace lci

@@ -101,6 +101,9 @@ struct alignas(64) packet_t {
   relaxed_ptr_t<void> recv_owner;
   // payload bytes of the message held (an unexpected send)
   size_t length;
+  // the device the message held arrived on (a rendezvous answers through
+  // it); set by the progress engine
+  void* arrived_on;
   char* data() { return reinterpret_cast<char*>(this) + sizeof(packet_t); }
   static packet_t* from_data(void* d)
   {
@@ -109,9 +112,10 @@ struct alignas(64) packet_t {
   }
 };
 
-static_assert(sizeof(relaxed_ptr_t<void>) == sizeof(void*) &&
-                  sizeof(packet_t) == 64,
-              "packet_t keeps its layout: pool, recv_owner, length, then data");
+static_assert(
+    sizeof(relaxed_ptr_t<void>) == sizeof(void*) && sizeof(packet_t) == 64,
+    "packet_t keeps its layout: pool, recv_owner, length, arrived_on, "
+    "then data");
 
 class packet_pool_impl_t
 {

@@ -85,31 +85,6 @@ TEST_F(LciTest, NullBufferWithNonZeroSize)
   expect_sendrecv_works();
 }
 
-TEST_F(LciTest, SizeAboveEagerLimit)
-{
-  const size_t limit = lci::get_max_bcopy_size();
-  std::vector<char> big(limit + 100);
-  std::string msg = fatal_message(
-      [&] { lci::post_send(0, big.data(), limit + 1, 1, lci::COMP_NULL); });
-  EXPECT_THAT(msg, NamesPostCall("post_send"));
-  EXPECT_THAT(msg, HasSubstr(std::to_string(limit + 1)));
-  lci::comp_t cq = lci::alloc_cq();
-  lci::rcomp_t rc = lci::register_rcomp(cq);
-  msg = fatal_message(
-      [&] { lci::post_am(0, big.data(), limit + 100, lci::COMP_NULL, rc); });
-  EXPECT_THAT(msg, AllOf(NamesPostCall("post_am"),
-                         HasSubstr(std::to_string(limit + 100))));
-  // the limit itself is fine
-  ASSERT_TRUE(
-      lci::post_send(0, big.data(), limit, 1, lci::COMP_NULL).is_done());
-  lci::status_t r =
-      lci::post_recv(0, big.data(), big.size(), 1, lci::COMP_NULL);
-  EXPECT_EQ(r.size, limit);
-  lci::deregister_rcomp(rc);
-  lci::free_comp(&cq);
-  expect_sendrecv_works();
-}
-
 TEST_F(LciTest, TagAboveMaxTag)
 {
   char buf[4] = {};
@@ -494,6 +469,64 @@ TEST_F(LciTest, BlockingReceiveInterruptedByError)
   lci::free_comp(&cq);
   lci::free_comp(&dead);
   expect_sendrecv_works();
+}
+
+// The fatal error the next progress calls raise ("" on timeout).
+std::string progress_error()
+{
+  auto deadline = std::chrono::steady_clock::now() + lci_test::kWaitLimit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      lci::progress();
+    } catch (const lci::fatal_error& e) {
+      return e.what();
+    }
+  }
+  return "";
+}
+
+// A rendezvous message larger than the receive buffer: the receiver's
+// progress (or post_recv, when the message waited) reports it, and the
+// sender, told by the receiver, gives the message up and reports it too.
+TEST_F(LciTest, RendezvousMessageLargerThanReceiveBuffer)
+{
+  const size_t big = lci::get_max_bcopy_size() * 4;
+  std::vector<char> out(big, 'x'), small(1000);
+  lci::comp_t cq = lci::alloc_cq();
+  // receive posted first
+  ASSERT_TRUE(lci::post_recv(0, small.data(), small.size(), 8, cq).is_posted());
+  lci::status_t s = lci_test::post_retry(
+      [&] { return lci::post_send(0, out.data(), big, 8, cq); });
+  ASSERT_TRUE(s.is_posted()) << s.error.get_str();
+  std::string first = progress_error();
+  std::string second = progress_error();
+  EXPECT_THAT(first,
+              AllOf(HasSubstr(std::to_string(big)), HasSubstr("1000-byte")));
+  EXPECT_THAT(second, AllOf(HasSubstr("refused"), HasSubstr("1000-byte")));
+  // the message waited (unexpected): post_recv reports it
+  s = lci_test::post_retry(
+      [&] { return lci::post_send(0, out.data(), big, 9, cq); });
+  ASSERT_TRUE(s.is_posted());
+  lci_test::progress_until_quiet();
+  std::string msg = fatal_message(
+      [&] { lci::post_recv(0, small.data(), small.size(), 9, cq); });
+  EXPECT_THAT(
+      msg, AllOf(NamesPostCall("post_recv"), HasSubstr(std::to_string(big))));
+  EXPECT_THAT(progress_error(), HasSubstr("refused"));
+  lci_test::progress_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(lci::cq_pop(cq).is_retry()) << "a refused message signalled";
+  lci::free_comp(&cq);
+  expect_sendrecv_works();
+  // and a rendezvous message that fits
+  std::vector<char> in(big);
+  lci::comp_t sync = lci::alloc_sync_x().threshold(2)();
+  ASSERT_TRUE(lci::post_recv(0, in.data(), big, 10, sync).is_posted());
+  ASSERT_TRUE(lci_test::post_retry([&] {
+                return lci::post_send(0, out.data(), big, 10, sync);
+              }).is_posted());
+  lci::sync_wait(sync, nullptr);
+  EXPECT_EQ(in, out);
+  lci::free_comp(&sync);
 }
 
 }  // namespace
