@@ -258,6 +258,20 @@ OPS = [
                             "matching_engine": "matching_engine_t()",
                             "matching_policy": "matching_policy_t::rank_tag"}),
        doc="post_comm(OUT, ...) with a remote completion: an active message"),
+    op("post_put", "status_t", [
+        pos("int", "rank"), pos("void*", "local_buffer"), pos("size_t", "size"),
+        pos("comp_t", "local_comp"), pos("uint64_t", "remote_disp"),
+        pos("rmr_t", "rmr")],
+       sugar=("post_comm", {"direction": "direction_t::OUT"}),
+       doc="post_comm(OUT, ...) with a remote buffer: RMA put (with "
+       ".remote_comp(): put with signal)"),
+    op("post_get", "status_t", [
+        pos("int", "rank"), pos("void*", "local_buffer"), pos("size_t", "size"),
+        pos("comp_t", "local_comp"), pos("uint64_t", "remote_disp"),
+        pos("rmr_t", "rmr")],
+       sugar=("post_comm", {"direction": "direction_t::IN"}),
+       doc="post_comm(IN, ...) with a remote buffer: RMA get (with "
+       ".remote_comp(): get with signal)"),
     op("progress", "error_t", [RT, DEV],
        doc="make progress on a device: done if it did work, retry if not"),
 ]

@@ -14,6 +14,7 @@
 #include "core/protocol.hpp"
 #include "core/recv.hpp"
 #include "core/rendezvous.hpp"
+#include "core/rma.hpp"
 #include "resource/matching_engine.hpp"
 #include "resource/packet_pool.hpp"
 #include "resource/runtime.hpp"
@@ -188,12 +189,6 @@ status_t post_in_blocking(const post_args_t& a)
   }
   delete comp;
   return s;
-}
-
-// Put and get come with the RMA operations.
-status_t post_rma(const post_args_t&, direction_t, comp_impl_t*)
-{
-  util::throw_fatal("post_comm: put and get are not implemented yet");
 }
 
 // What a post becomes.

@@ -10,6 +10,7 @@
 #include "core/protocol.hpp"
 #include "core/recv.hpp"
 #include "core/rendezvous.hpp"
+#include "core/rma.hpp"
 #include "core/transfer.hpp"
 #include "resource/matching_engine.hpp"
 #include "resource/packet_pool.hpp"
@@ -129,6 +130,9 @@ void deliver(device_impl_t* dev, packet_t* pkt, size_t len)
       break;
     case msg_type_t::fin:
       handle_fin(dev, hdr, payload, size);
+      break;
+    case msg_type_t::signal:
+      handle_signal(dev, hdr, payload, size);
       break;
     default:
       util::throw_fatal("progress: message of unknown type ",
