@@ -213,6 +213,40 @@ const comp_t COMP_NULL = comp_t();
 // (a sentinel: it is never signalled).
 const comp_t COMP_NULL_RETRY = comp_t(reinterpret_cast<comp_impl_t*>(0x1));
 
+// A memory registration (register_memory / deregister_memory): a local
+// buffer the network may access directly. Registering is optional for local
+// buffers (pass it with .mr() to skip the on-the-fly registration) and
+// mandatory for the remote buffer of a put or get.
+class mr_impl_t;
+class mr_t
+{
+ public:
+  mr_impl_t* p_impl;
+  mr_t() : p_impl(nullptr) {}
+  explicit mr_t(mr_impl_t* p) : p_impl(p) {}
+  bool is_empty() const { return p_impl == nullptr; }
+  mr_impl_t* get_impl() const { return p_impl; }
+  bool operator==(const mr_t& o) const { return p_impl == o.p_impl; }
+  bool operator!=(const mr_t& o) const { return p_impl != o.p_impl; }
+};
+
+// What a peer needs to put into or get from a registered region (get_rmr):
+// a plain struct to copy into a message. A put or get addresses the byte
+// `remote_disp` of the region. `size` bounds the accesses; `runtime` and
+// `rank` say whose region it is, so that an rmr used with the wrong runtime
+// or the wrong target rank is an error at the posting call. An rmr with
+// size 0 is empty (RMR_NULL: no remote buffer).
+struct rmr_t {
+  uint64_t base;         // the backend's address of the region's first byte
+  uint64_t opaque_rkey;  // the backend's remote key
+  uint64_t size;         // bytes registered
+  uint32_t runtime;      // the owner's runtime (a value shared by its ranks)
+  int32_t rank;          // the owner's rank
+  rmr_t() : base(0), opaque_rkey(0), size(0), runtime(0), rank(-1) {}
+  bool is_empty() const { return size == 0; }
+};
+const rmr_t RMR_NULL = rmr_t();
+
 // An optional attribute value of an allocating call (set or not).
 template <typename T>
 class option_t

@@ -81,6 +81,24 @@ RESOURCES = [
              "size of a packet of the default packet pool, header included"),
         attr("size_t", "npackets", 4096,
              "number of packets of the default packet pool"),
+        attr("std::string", "rdv_protocol", "auto",
+             "rendezvous protocol of sends and active messages above the "
+             "eager limit: write (RTS, RTR, RDMA write, FIN message), "
+             "writeimm (RTS, RTR, RDMA write with immediate data), get (RTS, "
+             "RDMA read by the receiver, FIN message) or auto (writeimm when "
+             "the backend delivers immediate data, else write); the sender's "
+             "choice rules; after allocation the attribute reports the "
+             "protocol in force",
+             choices=["auto", "write", "writeimm", "get"]),
+        attr("size_t", "max_msg_size", 0,
+             "largest single RDMA transfer of a rendezvous, put or get; "
+             "larger ones are split (0: the backend's maximum; clamped to it; "
+             "after allocation the attribute reports the value in force)"),
+        attr("bool", "register_local", False,
+             "register the unregistered local buffer of every rendezvous, "
+             "put and get on the fly, even when the backend does not need "
+             "it (it always does when the backend requires local "
+             "registration)"),
     ], "a runtime: bootstrap, network context and default resources"),
     Resource("device", [
         attr("size_t", "net_max_sends", 1024,
@@ -214,6 +232,16 @@ OPS = [
        doc="give a completion object a handle that peers can target; every "
        "rank registers in the same order, so handles agree"),
     op("deregister_rcomp", "void", [pos("rcomp_t", "rcomp"), RT]),
+    # memory registration
+    op("register_memory", "mr_t", [pos("void*", "address"),
+                                   pos("size_t", "size"), RT],
+       doc="register [address, address + size) with the runtime's network "
+       "context (valid on every device of the runtime)"),
+    op("deregister_memory", "void", [pos("mr_t*", "mr"), RT],
+       doc="deregister; peers must no longer access the region"),
+    op("get_rmr", "rmr_t", [pos("mr_t", "mr")],
+       doc="the plain struct a peer needs to put into or get from the "
+       "region"),
     # communication
     op("post_comm", "status_t", [
         pos("direction_t", "direction"), pos("int", "rank"),
@@ -222,6 +250,9 @@ OPS = [
         RT, DEV,
         opt("packet_pool_t", "packet_pool", "packet_pool_t()"),
         opt("matching_engine_t", "matching_engine", "matching_engine_t()"),
+        opt("mr_t", "mr", "mr_t()"),
+        opt("uint64_t", "remote_disp", "0"),
+        opt("rmr_t", "rmr", "RMR_NULL"),
         opt("tag_t", "tag", "0"),
         opt("rcomp_t", "remote_comp", "RCOMP_NULL"),
         opt("void*", "user_context", "nullptr"),
@@ -254,6 +285,20 @@ OPS = [
                             "matching_engine": "matching_engine_t()",
                             "matching_policy": "matching_policy_t::rank_tag"}),
        doc="post_comm(OUT, ...) with a remote completion: an active message"),
+    op("post_put", "status_t", [
+        pos("int", "rank"), pos("void*", "local_buffer"), pos("size_t", "size"),
+        pos("comp_t", "local_comp"), pos("uint64_t", "remote_disp"),
+        pos("rmr_t", "rmr")],
+       sugar=("post_comm", {"direction": "direction_t::OUT"}),
+       doc="post_comm(OUT, ...) with a remote buffer: RMA put (with "
+       ".remote_comp(): put with signal)"),
+    op("post_get", "status_t", [
+        pos("int", "rank"), pos("void*", "local_buffer"), pos("size_t", "size"),
+        pos("comp_t", "local_comp"), pos("uint64_t", "remote_disp"),
+        pos("rmr_t", "rmr")],
+       sugar=("post_comm", {"direction": "direction_t::IN"}),
+       doc="post_comm(IN, ...) with a remote buffer: RMA get (with "
+       ".remote_comp(): get with signal)"),
     op("progress", "error_t", [RT, DEV],
        doc="make progress on a device: done if it did work, retry if not"),
     op("test_drained", "error_t", [RT, DEV],

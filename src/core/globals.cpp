@@ -28,6 +28,11 @@ util::live_set_t& comps()
   static util::live_set_t s;
   return s;
 }
+util::live_set_t& mrs()
+{
+  static util::live_set_t s;
+  return s;
+}
 runtime_t& g_runtime()
 {
   static runtime_t rt;

@@ -14,6 +14,7 @@ util::live_set_t& devices();
 util::live_set_t& packet_pools();
 util::live_set_t& matching_engines();
 util::live_set_t& comps();
+util::live_set_t& mrs();
 
 // The global runtime handle (g_runtime_init / g_runtime_fina).
 runtime_t& g_runtime();

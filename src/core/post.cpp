@@ -1,6 +1,9 @@
 // post_comm (paper 3.2.4 and 4.4, steps 1-3): validate, then either insert a
-// receive into the matching engine or send with the inject or eager
-// protocol.
+// receive into the matching engine, or send with the inject or eager
+// protocol, or hand the message to the rendezvous protocol (rendezvous.cpp)
+// or the communication to RMA (rma.cpp).
+#include "core/post.hpp"
+
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -10,6 +13,8 @@
 #include "core/progress.hpp"
 #include "core/protocol.hpp"
 #include "core/recv.hpp"
+#include "core/rendezvous.hpp"
+#include "core/rma.hpp"
 #include "core/send_comp.hpp"
 #include "resource/matching_engine.hpp"
 #include "resource/packet_pool.hpp"
@@ -23,6 +28,10 @@ status_t complete_recv(recv_t* recv, packet_t* pkt, bool signal)
 {
   msg_header_t hdr;
   std::memcpy(&hdr, pkt->data(), sizeof(hdr));
+  if (hdr.type() == msg_type_t::rts_send) {
+    std::unique_ptr<recv_t> owned(signal ? recv : nullptr);
+    return start_rdv_recv(recv, pkt);
+  }
   size_t size = pkt->length;
   if (size > recv->size) {
     packet_pool_impl_t::put(pkt);
@@ -49,26 +58,6 @@ status_t complete_recv(recv_t* recv, packet_t* pkt, bool signal)
   return s;
 }
 
-namespace
-{
-
-struct post_args_t {
-  runtime_impl_t* rt;
-  device_impl_t* dev;
-  packet_pool_impl_t* pool;
-  matching_engine_impl_t* me;
-  int rank;
-  void* buffer;
-  size_t size;
-  tag_t tag;
-  rcomp_t rcomp;
-  void* user_context;
-  matching_policy_t policy;
-  comp_semantic_t semantic;
-  comp_impl_t* comp;  // the local completion (signalled by network sends)
-  packet_t* upacket;  // the user packet that is the buffer, else nullptr
-};
-
 status_t done_status(const post_args_t& a)
 {
   status_t s(errorcode_t::done);
@@ -79,6 +68,9 @@ status_t done_status(const post_args_t& a)
   s.user_context = a.user_context;
   return s;
 }
+
+namespace
+{
 
 // Sends with the inject protocol (a copy on the stack, no completion) or the
 // eager one (a copy into a packet, returned to its pool when the network is
@@ -141,7 +133,7 @@ status_t post_in(const post_args_t& a, comp_impl_t* comp,
                  recv_t** posted = nullptr)
 {
   auto key = a.me->key(a.rank, a.tag, a.policy);
-  auto* recv = new recv_t{a.buffer, a.size, comp, a.user_context};
+  auto* recv = new recv_t{a.buffer, a.size, comp, a.user_context, a.mr};
   void* pkt = a.me->insert(key, recv, matching_engine_impl_t::type_t::recv);
   if (!pkt) {
     if (posted) *posted = recv;
@@ -218,48 +210,72 @@ status_t post_in_blocking(const post_args_t& a)
   return s;
 }
 
-status_t post_once(const post_args_t& a, direction_t dir, comp_impl_t* comp);
+// What a post becomes.
+enum class path_t {
+  recv,        // a receive: the matching engine
+  eager,       // inject or eager send / active message: done at once
+  rendezvous,  // send / active message above the eager limit
+  rma          // put or get
+};
 
-// A send with COMP_NULL or allow_posted(false): post until accepted, then,
-// if the network completion is awaited (comp_semantic network), progress
-// until it comes. If progress throws meanwhile, the completion object is
-// abandoned (the send's completion frees it).
-status_t post_out_blocking(post_args_t a)
+// Posts now, unless operations queued earlier in the device's backlog must
+// go first (then retry_backlog: nothing overtakes the backlog).
+status_t post_once(const post_args_t& a, path_t path, direction_t dir,
+                   comp_impl_t* comp)
 {
-  auto* comp = new blocking_comp_t;
+  if (path == path_t::recv) return post_in(a, comp);
+  if (!a.dev->backlog.empty()) return status_t(errorcode_t::retry_backlog);
+  switch (path) {
+    case path_t::eager:
+      return post_out(a);
+    case path_t::rendezvous:
+      return post_rdv(a, comp);
+    default:
+      return post_rma(a, dir, comp);
+  }
+}
+
+// A blocking send, put or get (COMP_NULL, allow_posted(false), or
+// COMP_NULL_RETRY above the eager limit): post, then progress until it
+// completes. With `may_return_retry`, a refused post returns retry instead.
+// The completion object lives on the heap, so that an exception thrown by
+// progress (another message was bad) can leave while the operation is
+// still in flight. An eager send is done or refused (it never signals)
+// unless its completion is awaited from the network (comp_semantic network).
+status_t post_blocking(post_args_t a, path_t path, direction_t dir,
+                       bool may_return_retry)
+{
+  const bool signals =
+      path != path_t::eager || a.semantic == comp_semantic_t::network;
+  blocking_comp_t* comp = signals ? new blocking_comp_t : nullptr;
   a.comp = comp;
   status_t s;
+  bool posted = false;
   try {
     for (;;) {
-      s = post_once(a, direction_t::OUT, comp);
+      s = post_once(a, path, dir, comp);
       if (!s.is_retry()) break;
+      if (may_return_retry) {
+        delete comp;
+        return s;
+      }
       progress_device(a.dev);
     }
-  } catch (...) {
-    delete comp;  // nothing was posted
-    throw;
-  }
-  if (!s.is_posted()) {
-    delete comp;
-    return s;
-  }
-  try {
+    if (s.is_done()) {
+      delete comp;
+      return s;
+    }
+    posted = true;
     while (!comp->test(&s)) progress_device(a.dev);
   } catch (...) {
-    comp->abandon();
+    if (posted)
+      comp->abandon();
+    else
+      delete comp;
     throw;
   }
   delete comp;
   return s;
-}
-
-// Posts now, unless sends queued earlier in the device's backlog must go
-// first (then retry_backlog: a send never overtakes the backlog).
-status_t post_once(const post_args_t& a, direction_t dir, comp_impl_t* comp)
-{
-  if (dir == direction_t::IN) return post_in(a, comp);
-  if (!a.dev->backlog.empty()) return status_t(errorcode_t::retry_backlog);
-  return post_out(a);
 }
 
 // The completion of a backlogged copy of a network send: reports the user's
@@ -284,42 +300,56 @@ class origin_buffer_comp_t final : public comp_impl_t
   void* buffer_;
 };
 
-// allow_retry(false) and the post would retry: queue a copy of the message
-// in the device's backlog, which progress sends in order. The user's buffer
-// is free at once: done_backlog, or posted_backlog with allow_done(false),
-// and then the completion object is signalled when the message has left.
-// With comp_semantic network it is always posted_backlog, and the signal
-// comes at the send's network completion.
-status_t post_backlog(const post_args_t& a, comp_impl_t* comp, bool signal)
+// allow_retry(false) and the post would retry: queue it in the device's
+// backlog, which progress posts in order. An eager message is copied (a
+// user packet is queued itself), so the user's buffer is free at once:
+// done_backlog, or posted_backlog with allow_done(false), and then the
+// completion object is signalled when the message has left; with
+// comp_semantic network it is always posted_backlog, signalled at the
+// send's network completion. A rendezvous, put or get keeps using the
+// user's buffer: posted_backlog, signalled when it completes.
+status_t post_backlog(const post_args_t& a, path_t path, direction_t dir,
+                      comp_impl_t* comp, bool signal)
 {
-  post_args_t queued = a;
-  std::shared_ptr<std::vector<char>> data;
-  if (a.upacket) {
-    // a user packet is queued itself: from here on it is the library's
-    a.upacket->user_owned.store(false, std::memory_order_relaxed);
-  } else {
-    data = std::make_shared<std::vector<char>>(
-        static_cast<char*>(a.buffer), static_cast<char*>(a.buffer) + a.size);
-    queued.buffer = data->data();
-  }
-  if (a.semantic == comp_semantic_t::network) {
-    signal = false;
-    if (!a.upacket) queued.comp = new origin_buffer_comp_t(comp, a.buffer);
-  }
   status_t result = done_status(a);
-  a.dev->backlog.push([queued, data, comp, signal, result]() -> error_t {
-    status_t s = post_out(queued);
-    if (s.is_retry()) return s.error;
-    if (signal) {
-      status_t done = result;
-      done.error = errorcode_t::done;
-      comp->signal(done);
+  if (path == path_t::eager) {
+    post_args_t queued = a;
+    std::shared_ptr<std::vector<char>> data;
+    if (a.upacket) {
+      // a user packet is queued itself: from here on it is the library's
+      a.upacket->user_owned.store(false, std::memory_order_relaxed);
+    } else {
+      data = std::make_shared<std::vector<char>>(
+          static_cast<char*>(a.buffer), static_cast<char*>(a.buffer) + a.size);
+      queued.buffer = data->data();
     }
-    return errorcode_t::done;
-  });
-  result.error = signal || a.semantic == comp_semantic_t::network
-                     ? errorcode_t::posted_backlog
-                     : errorcode_t::done_backlog;
+    if (a.semantic == comp_semantic_t::network) {
+      signal = false;
+      if (!a.upacket) queued.comp = new origin_buffer_comp_t(comp, a.buffer);
+    }
+    a.dev->backlog.push([queued, data, comp, signal, result]() -> error_t {
+      status_t s = post_out(queued);
+      if (s.is_retry()) return s.error;
+      if (signal) {
+        status_t done = result;
+        done.error = errorcode_t::done;
+        comp->signal(done);
+      }
+      return errorcode_t::done;
+    });
+    result.error = signal || a.semantic == comp_semantic_t::network
+                       ? errorcode_t::posted_backlog
+                       : errorcode_t::done_backlog;
+  } else {
+    a.dev->backlog.push([a, path, dir, comp, result]() -> error_t {
+      status_t s = path == path_t::rendezvous ? post_rdv(a, comp)
+                                              : post_rma(a, dir, comp);
+      if (s.is_retry()) return s.error;
+      if (s.is_done()) comp->signal(result);  // nothing to move
+      return errorcode_t::done;
+    });
+    result.error = errorcode_t::posted_backlog;
+  }
   return result;
 }
 
@@ -368,15 +398,13 @@ matching_policy_t effective_policy(matching_policy_t policy, int rank,
 
 }  // namespace
 
-status_t post_comm_x::call_impl(direction_t direction, int rank,
-                                void* local_buffer, size_t size,
-                                comp_t local_comp, runtime_t runtime,
-                                device_t device, packet_pool_t packet_pool,
-                                matching_engine_t matching_engine, tag_t tag,
-                                rcomp_t remote_comp, void* user_context,
-                                matching_policy_t matching_policy,
-                                bool allow_done, bool allow_posted,
-                                bool allow_retry, comp_semantic_t comp_semantic)
+status_t post_comm_x::call_impl(
+    direction_t direction, int rank, void* local_buffer, size_t size,
+    comp_t local_comp, runtime_t runtime, device_t device,
+    packet_pool_t packet_pool, matching_engine_t matching_engine, mr_t mr,
+    uint64_t remote_disp, rmr_t rmr, tag_t tag, rcomp_t remote_comp,
+    void* user_context, matching_policy_t matching_policy, bool allow_done,
+    bool allow_posted, bool allow_retry, comp_semantic_t comp_semantic)
 {
   const char* call = "post_comm";
   post_args_t a;
@@ -396,41 +424,35 @@ status_t post_comm_x::call_impl(direction_t direction, int rank,
   a.semantic = comp_semantic;
   a.comp = local_comp.p_impl;
   a.upacket = nullptr;
+  a.mr = mr;
+  a.remote_disp = remote_disp;
+  a.rmr = rmr;
 
   const bool in = direction == direction_t::IN;
-  if (in && remote_comp != RCOMP_NULL)
+  const bool rma = !rmr.is_empty();
+  if (in && !rma && remote_comp != RCOMP_NULL)
     util::throw_fatal(call, ": a receive (direction IN) with remote_comp ",
                       remote_comp,
                       " is not a valid communication (paper Table 1)");
-  if (!(rank >= 0 && rank < a.rt->rank_n) && !(in && rank == ANY_SOURCE))
+  if (!(rank >= 0 && rank < a.rt->rank_n) &&
+      !(in && !rma && rank == ANY_SOURCE))
     util::throw_fatal(call, ": rank ", rank, " is out of range [0, ",
                       a.rt->rank_n, ")");
   if (!local_buffer && size > 0)
     util::throw_fatal(call, ": null buffer with size ", size);
-  if (tag > a.rt->attr.max_tag && !(in && tag == ANY_TAG))
+  if (static_cast<int64_t>(size) < 0)
+    util::throw_fatal(call, ": size ", size,
+                      " is negative (or larger than any buffer)");
+  if (tag > a.rt->attr.max_tag && !(in && !rma && tag == ANY_TAG))
     util::throw_fatal(call, ": tag ", tag, " is above max_tag ",
                       a.rt->attr.max_tag);
   if (remote_comp != RCOMP_NULL && remote_comp > msg_header_t::kAuxMax)
     util::throw_fatal(call, ": remote_comp ", remote_comp, " is out of range");
-  if (!a.me && !(remote_comp != RCOMP_NULL))
+  if (!a.me && !rma && remote_comp == RCOMP_NULL)
     util::throw_fatal(call,
                       ": no matching engine given and the runtime has "
                       "none");
-  if (!in && local_buffer) {
-    a.upacket = find_user_packet(a, call);
-    if (a.upacket) a.pool = a.upacket->pool;  // its size bounds the message
-  }
-  if (!in) {
-    size_t limit = eager_limit(a.pool, a.dev);
-    if (size > limit)
-      util::throw_fatal(call, ": size ", size, " exceeds the eager limit of ",
-                        limit,
-                        " bytes (the rendezvous protocol for larger "
-                        "messages is not implemented yet)");
-  } else {
-    a.policy = effective_policy(matching_policy, rank, tag);
-  }
-  if (in && local_comp == COMP_NULL_RETRY)
+  if (in && local_comp == COMP_NULL_RETRY && !rma)
     util::throw_fatal(call,
                       ": a receive needs a completion object "
                       "(COMP_NULL_RETRY cannot be signalled)");
@@ -444,17 +466,54 @@ status_t post_comm_x::call_impl(direction_t direction, int rank,
                       ": comp_semantic network needs a completion object "
                       "(COMP_NULL_RETRY cannot be signalled when the network "
                       "completes)");
+  if (!in && !rma && local_buffer) {
+    a.upacket = find_user_packet(a, call);
+    if (a.upacket) a.pool = a.upacket->pool;  // its size bounds the message
+  }
+  path_t path;
+  if (rma) {
+    if (!a.rt->net_context->caps().rma)
+      util::throw_fatal(call, ": the network backend (",
+                        a.rt->net_context->caps().provider, ") has no RMA");
+    check_rmr(a.rt, in ? "post_comm (get)" : "post_comm (put)", rank, rmr,
+              remote_disp, size);
+    path = path_t::rma;
+  } else if (in) {
+    a.policy = effective_policy(matching_policy, rank, tag);
+    path = path_t::recv;
+  } else if (size > eager_limit(a.pool, a.dev)) {
+    if (a.upacket)
+      util::throw_fatal(call, ": size ", size,
+                        " exceeds the payload of the user packet (",
+                        eager_limit(a.pool, a.dev), " bytes)");
+    if (!a.rt->net_context->caps().rma)
+      util::throw_fatal(call, ": size ", size, " exceeds the eager limit of ",
+                        eager_limit(a.pool, a.dev),
+                        " bytes and the network backend (",
+                        a.rt->net_context->caps().provider,
+                        ") has no RMA for the rendezvous protocol");
+    path = path_t::rendezvous;
+  } else {
+    path = path_t::eager;
+  }
+  const bool long_op = path == path_t::rendezvous || path == path_t::rma;
 
   // COMP_NULL or allow_posted(false): block, driving progress, until done.
-  if (local_comp.is_empty() || !allow_posted) {
-    if (direction == direction_t::IN) return post_in_blocking(a);
-    return post_out_blocking(a);
+  // COMP_NULL_RETRY promises done or retry: a rendezvous, put or get, which
+  // cannot be done at once, blocks too (but may return retry).
+  if (local_comp.is_empty() || !allow_posted ||
+      (long_op && local_comp == COMP_NULL_RETRY)) {
+    if (path == path_t::recv) return post_in_blocking(a);
+    return post_blocking(
+        a, path, direction,
+        long_op && local_comp == COMP_NULL_RETRY && allow_retry);
   }
 
   comp_impl_t* comp = local_comp.p_impl;
-  status_t s = post_once(a, direction, comp);
-  if (s.is_retry() && !allow_retry)  // only sends can retry
-    return post_backlog(a, comp, !allow_done && local_comp != COMP_NULL_RETRY);
+  status_t s = post_once(a, path, direction, comp);
+  if (s.is_retry() && !allow_retry)  // receives never retry
+    return post_backlog(a, path, direction, comp,
+                        !allow_done && local_comp != COMP_NULL_RETRY);
   if (s.is_done() && !allow_done && local_comp != COMP_NULL_RETRY) {
     comp->signal(s);
     s.error = errorcode_t::posted;

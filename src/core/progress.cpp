@@ -10,7 +10,10 @@
 #include "comp/sync.hpp"
 #include "core/protocol.hpp"
 #include "core/recv.hpp"
+#include "core/rendezvous.hpp"
+#include "core/rma.hpp"
 #include "core/send_comp.hpp"
+#include "core/transfer.hpp"
 #include "resource/matching_engine.hpp"
 #include "resource/packet_pool.hpp"
 #include "resource/runtime.hpp"
@@ -103,18 +106,85 @@ void deliver(device_impl_t* dev, packet_t* pkt, size_t len)
   msg_header_t hdr;
   std::memcpy(&hdr, pkt->data(), sizeof(hdr));
   size_t size = len - sizeof(hdr);
+  pkt->arrived_on = dev;
   switch (hdr.type()) {
     case msg_type_t::am:
       deliver_am(dev->runtime, hdr, pkt, size);
-      break;
+      return;
     case msg_type_t::send:
+    case msg_type_t::rts_send:  // matched like a send (rendezvous.cpp)
       deliver_send(dev->runtime, hdr, pkt, size);
+      return;
+    default:
+      break;
+  }
+  // control messages: handled from the packet, which then goes back
+  struct put_back_t {
+    packet_t* p;
+    ~put_back_t() { packet_pool_impl_t::put(p); }
+  } put_back{pkt};
+  const char* payload = pkt->data() + sizeof(hdr);
+  switch (hdr.type()) {
+    case msg_type_t::rts_am:
+      handle_rts_am(dev, hdr, payload, size);
+      break;
+    case msg_type_t::rtr:
+      handle_rtr(dev, hdr, payload, size);
+      break;
+    case msg_type_t::fin:
+      handle_fin(dev, hdr, payload, size);
+      break;
+    case msg_type_t::signal:
+      handle_signal(dev, hdr, payload, size);
       break;
     default:
-      packet_pool_impl_t::put(pkt);
       util::throw_fatal("progress: message of unknown type ",
                         static_cast<uint32_t>(hdr.type()), " from rank ",
                         hdr.rank);
+  }
+}
+
+// A send or receive the network failed: give its packet back, then report.
+[[noreturn]] void message_failed(device_impl_t* dev, const net::cqe_t& c)
+{
+  auto* pkt = static_cast<packet_t*>(c.ctx);
+  if (c.kind == net::cqe_t::kind_t::send) {
+    dev->nsends_pending.fetch_sub(1, std::memory_order_relaxed);
+  } else {
+    pkt->recv_owner = nullptr;
+    dev->nrecvs_posted.fetch_sub(1, std::memory_order_relaxed);
+  }
+  if (pkt) packet_pool_impl_t::put(pkt);
+  util::throw_fatal("progress: libfabric completion error on a ",
+                    c.kind == net::cqe_t::kind_t::send ? "send" : "receive",
+                    ": ", c.error);
+}
+
+// One completion.
+void handle_cqe(device_impl_t* dev, const net::cqe_t& c)
+{
+  switch (c.kind) {
+    case net::cqe_t::kind_t::send:
+      if (c.error) message_failed(dev, c);
+      // signals a network-semantic send's completion, returns the packet
+      complete_send(dev, static_cast<packet_t*>(c.ctx));
+      return;
+    case net::cqe_t::kind_t::recv:
+      if (c.error) message_failed(dev, c);
+      deliver(dev, static_cast<packet_t*>(c.ctx), c.length);
+      return;
+    case net::cqe_t::kind_t::write:
+    case net::cqe_t::kind_t::read:
+      static_cast<transfer_op_t*>(c.ctx)->transfer_done(c);
+      return;
+    case net::cqe_t::kind_t::remote_write:
+      if (c.error)
+        util::throw_fatal(
+            "progress: libfabric completion error on an "
+            "incoming write: ",
+            c.error);
+      handle_remote_write(dev, c.imm);
+      return;
   }
 }
 
@@ -129,13 +199,9 @@ size_t progress_once(device_impl_t* dev)
   n += ncqes;
   std::exception_ptr first_error;
   for (size_t i = 0; i < ncqes; ++i) {
-    auto* pkt = static_cast<packet_t*>(cqes[i].ctx);
-    // deliver every completion even if one of them is bad, then report
+    // handle every completion even if one of them is bad, then report
     try {
-      if (cqes[i].kind == net::cqe_t::kind_t::send)
-        complete_send(dev, pkt);
-      else
-        deliver(dev, pkt, cqes[i].length);
+      handle_cqe(dev, cqes[i]);
     } catch (...) {
       if (!first_error) first_error = std::current_exception();
     }
@@ -186,13 +252,16 @@ void drain_device(device_impl_t* dev)
   using clock = std::chrono::steady_clock;
   auto deadline = clock::now() + std::chrono::seconds(30);
   while (dev->nsends_pending.load(std::memory_order_relaxed) > 0 ||
+         dev->nops_pending.load(std::memory_order_relaxed) > 0 ||
          !dev->backlog.empty()) {
     progress_device(dev);
     if (clock::now() > deadline) {
       std::fprintf(stderr,
-                   "lci: free_device: %lld sends in flight and %zu in the "
-                   "backlog after 30 s; freeing anyway\n",
+                   "lci: free_device: %lld sends and %lld transfers in "
+                   "flight and %zu in the backlog after 30 s; freeing "
+                   "anyway\n",
                    static_cast<long long>(dev->nsends_pending.load()),
+                   static_cast<long long>(dev->nops_pending.load()),
                    dev->backlog.size());
       return;
     }

@@ -4,8 +4,9 @@
 //   rank  (32 bits)  the sender's rank
 //   meta  (32 bits)  type (4 bits) | matching policy (4 bits) | aux (24 bits)
 //
-// aux is the remote completion handle of an active message, or the index of
-// the target matching engine of a send.
+// aux is the remote completion handle of an active message or a signal, or
+// the index of the target matching engine of a send. The rendezvous and RMA
+// control messages carry a small payload after the header (below).
 #ifndef LCI_CORE_PROTOCOL_HPP
 #define LCI_CORE_PROTOCOL_HPP
 
@@ -17,7 +18,15 @@
 namespace lci
 {
 
-enum class msg_type_t : uint32_t { send = 1, am = 2 };
+enum class msg_type_t : uint32_t {
+  send = 1,      // eager send: payload = the data; aux = matching engine
+  am = 2,        // eager active message: payload = the data; aux = rcomp
+  rts_send = 3,  // rendezvous request to send: rts_t; aux = matching engine
+  rts_am = 4,    // rendezvous active message: rts_t; aux = rcomp
+  rtr = 5,       // ready to receive: rtr_t
+  fin = 6,       // a rendezvous transfer is over: fin_t
+  signal = 7,    // a put or get with signal finished: signal_t; aux = rcomp
+};
 
 struct msg_header_t {
   uint64_t tag;
@@ -40,6 +49,54 @@ struct msg_header_t {
   uint32_t aux() const { return meta >> 8; }
 };
 static_assert(sizeof(msg_header_t) == 16, "the wire header is 16 bytes");
+
+// The rendezvous variants (runtime attribute rdv_protocol):
+//   write     RTS -> RTR (receive buffer's key) -> RDMA writes, delivered
+//             -> FIN to the receiver
+//   writeimm  RTS -> RTR -> RDMA writes with immediate data (the receiver
+//             counts the fragments; no FIN)
+//   get       RTS (send buffer's key) -> RDMA reads by the receiver -> FIN
+//             to the sender
+enum class rdv_protocol_t : uint32_t { write = 1, writeimm = 2, get = 3 };
+
+// Request to send: the sender's context, the message size, how it will be
+// cut into transfers, the protocol and (get) the send buffer's key.
+struct rts_t {
+  uint64_t send_ctx;
+  uint64_t size;
+  uint64_t frag_size;
+  uint32_t protocol;  // rdv_protocol_t
+  uint32_t reserved;
+  uint64_t raddr;  // get: remote address of the send buffer
+  uint64_t rkey;   // get: its key
+};
+
+// Ready to receive: where the sender writes.
+struct rtr_t {
+  uint64_t send_ctx;
+  uint32_t recv_ctx;
+  uint32_t reserved;
+  uint64_t raddr;
+  uint64_t rkey;
+};
+
+// A context (of the receiver for write, of the sender for get) is complete;
+// or, with `rejected`, the receiver refused the message and the sender's
+// context is over: its receive buffer holds only rejected - 1 bytes, or
+// (kRejectNoRcomp) the active message's remote completion is not registered.
+struct fin_t {
+  uint64_t ctx;
+  uint64_t rejected;
+  static constexpr uint64_t kRejectNoRcomp = ~uint64_t(0);
+};
+
+// A put or get with signal is over: which bytes of which region (the target
+// resolves rkey to its registration to report the address).
+struct signal_t {
+  uint64_t rkey;
+  uint64_t disp;  // offset in the region
+  uint64_t size;
+};
 
 // The inject protocol copies header and payload into a stack buffer of this
 // size, so the inject limit never exceeds it.

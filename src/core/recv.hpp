@@ -13,12 +13,16 @@ struct recv_t {
   size_t size;  // capacity of buffer
   comp_impl_t* comp;
   void* user_context;
+  mr_t mr;  // the user's registration of buffer (rendezvous), if any
 };
 
-// Copies the message in `pkt` into the receive, returns the packet to its
-// pool and builds the status. With `signal`, signals the receive's
-// completion object and deletes `recv`. A message larger than the receive
-// buffer is a fatal error (thrown after cleaning up).
+// Completes a receive with the message in `pkt` and returns the packet to
+// its pool. An eager message is copied into the receive buffer (done; with
+// `signal`, the receive's completion object is signalled too); an RTS
+// starts the rendezvous transfer (posted: the completion object is
+// signalled when the data has landed). With `signal`, `recv` is deleted. A
+// message larger than the receive buffer is a fatal error (thrown after
+// cleaning up).
 status_t complete_recv(recv_t* recv, packet_t* pkt, bool signal);
 
 }  // namespace lci

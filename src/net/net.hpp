@@ -1,17 +1,20 @@
 // The network backend interface (paper 4.2.1): a context holds the global
-// network resources of one runtime (fabric, domain), a device the resources
-// on the critical path of one LCI device (endpoint, completion queue,
-// address vector). The interface is narrow on purpose: messages to a rank,
-// pre-posted receives, and polling. The core never sees a backend type; a
+// network resources of one runtime (fabric, domain, memory registrations), a
+// device the resources on the critical path of one LCI device (endpoint,
+// completion queue, address vector). The interface is narrow on purpose, so
+// that a libibverbs or shared-memory backend fits it: messages to a rank,
+// pre-posted receives, RDMA write (optionally with immediate data) and read
+// into registered memory, and polling. The core never sees a backend type; a
 // backend registers a factory by name (see net.cpp).
 //
-// Thread safety: every device call may come from any thread. A backend guards
-// its own objects with try-locks at the granularity of the provider's locks
-// and reports a busy lock as retry_lock (posts) or as "nothing polled".
+// Thread safety: every call may come from any thread. A backend guards its
+// own objects with try-locks at the granularity of the provider's locks and
+// reports a busy lock as retry_lock (posts) or as "nothing polled".
 #ifndef LCI_NET_NET_HPP
 #define LCI_NET_NET_HPP
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,19 +27,43 @@ namespace lci::net
 struct caps_t {
   std::string provider;        // e.g. "shm", "tcp;ofi_rxm"
   size_t max_inject_size = 0;  // largest buffer post_inject accepts
-  size_t max_msg_size = 0;     // largest buffer post_send accepts
+  size_t max_msg_size = 0;     // largest single send, write or read
   // the completion level post_send_network asks for: "delivery" (the target
   // provider has processed the message), "transmit" (it left this endpoint
   // and no longer depends on local resources) or "default" (whatever plain
   // sends give)
   std::string network_completion = "default";
+  bool rma = false;  // post_write / post_read work
+  // bytes of immediate data post_writeimm delivers to the target (0: the
+  // backend cannot; at least 4 when it can)
+  size_t imm_data_size = 0;
+  // local buffers of sends, writes and reads need a registration (its desc)
+  bool mr_local = false;
+};
+
+// A memory registration, valid on every device of the context.
+struct mr_t {
+  void* desc = nullptr;    // local descriptor (may be null)
+  uint64_t rkey = 0;       // the key a peer's write or read must present
+  uint64_t rma_base = 0;   // the remote address of the region's first byte
+  void* handle = nullptr;  // backend-private
 };
 
 // One completed network operation.
 struct cqe_t {
-  enum class kind_t { send, recv } kind;
-  void* ctx;      // as given to post_send / post_recv
+  enum class kind_t {
+    send,         // post_send finished with the buffer
+    recv,         // a message landed in a post_recv buffer
+    write,        // post_write / post_writeimm finished (locally)
+    read,         // post_read finished: the data is in the local buffer
+    remote_write  // a peer's post_writeimm landed here (ctx is null)
+  } kind;
+  void* ctx;      // as given to the post call
   size_t length;  // bytes received (recv only)
+  uint64_t imm;   // the immediate data (remote_write only)
+  // nullptr, or why the operation failed (a static string); ctx still
+  // identifies the operation
+  const char* error;
 };
 
 class device_t
@@ -61,7 +88,25 @@ class device_t
   // Pre-post a receive buffer; a recv cqe with `ctx` arrives when a message
   // has landed in it. posted, or retry_lock / retry_nomem.
   virtual error_t post_recv(void* buf, size_t size, void* ctx) = 0;
-  // Up to `max` completions; 0 when none (or the lock was busy).
+  // RDMA write of `size` (1..max_msg_size) bytes to `raddr` (rma_base of
+  // the target's registration + offset) under `rkey`; `desc` is the local
+  // registration's (null when caps().mr_local is false and there is none).
+  // A write cqe with `ctx` arrives when the buffer is reusable and, with
+  // `delivered`, the data is visible at the target. posted or retry_*.
+  virtual error_t post_write(int rank, const void* buf, size_t size, void* desc,
+                             uint64_t raddr, uint64_t rkey, void* ctx,
+                             bool delivered) = 0;
+  // A write that also delivers `imm` (caps().imm_data_size bytes) to the
+  // target as a remote_write cqe once the data is visible there.
+  virtual error_t post_writeimm(int rank, const void* buf, size_t size,
+                                void* desc, uint64_t raddr, uint64_t rkey,
+                                uint64_t imm, void* ctx) = 0;
+  // RDMA read of `size` bytes from the target into `buf`; a read cqe with
+  // `ctx` arrives when the data is there. posted or retry_*.
+  virtual error_t post_read(int rank, void* buf, size_t size, void* desc,
+                            uint64_t raddr, uint64_t rkey, void* ctx) = 0;
+  // Up to `max` completions; 0 when none (or the lock was busy). A failed
+  // operation comes back as a cqe with `error` set.
   virtual size_t poll_comp(cqe_t* out, size_t max) = 0;
 };
 
@@ -71,6 +116,11 @@ class context_t
   virtual ~context_t() = default;
   const caps_t& caps() const { return caps_; }
   virtual std::unique_ptr<device_t> alloc_device(const device_attr_t& attr) = 0;
+  // Registers [buf, buf + size) for local use and for remote writes and
+  // reads by peers; throws fatal_error (naming `call`) when the backend
+  // refuses. Any thread.
+  virtual mr_t register_memory(void* buf, size_t size, const char* call) = 0;
+  virtual void deregister_memory(mr_t* mr) = 0;
 
  protected:
   caps_t caps_;

@@ -38,16 +38,20 @@ class device_impl_t
   // receives currently pre-posted, and sends whose packet is still in flight
   alignas(64) std::atomic<int64_t> nrecvs_posted{0};
   alignas(64) std::atomic<int64_t> nsends_pending{0};
+  // puts, gets and rendezvous transfers using this device, not complete yet
+  alignas(64) std::atomic<int64_t> nops_pending{0};
 
   // Nothing this device posted still waits for the network: an empty
-  // backlog and no send in flight (test_drained). The backlog is read first:
+  // backlog, no send and no put/get/rendezvous transfer in flight
+  // (test_drained). The backlog is read first:
   // a queued send counts in nsends_pending before the backlog says empty.
   // Pre-posted receives and receives in a matching engine wait for peers,
   // not for this device, and do not count.
   bool drained() const
   {
     return backlog.empty() &&
-           nsends_pending.load(std::memory_order_acquire) == 0;
+           nsends_pending.load(std::memory_order_acquire) == 0 &&
+           nops_pending.load(std::memory_order_acquire) == 0;
   }
 };
 

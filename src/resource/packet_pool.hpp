@@ -106,6 +106,9 @@ struct alignas(64) packet_t {
   void* send_comp = nullptr;
   // handed to the user by get_upacket and not yet posted or put back
   std::atomic<bool> user_owned{false};
+  // the device the message held arrived on (a rendezvous answers through
+  // it); set by the progress engine
+  void* arrived_on;
   char* data() { return reinterpret_cast<char*>(this) + sizeof(packet_t); }
   static packet_t* from_data(void* d)
   {
@@ -116,7 +119,8 @@ struct alignas(64) packet_t {
 
 static_assert(sizeof(relaxed_ptr_t<void>) == sizeof(void*) &&
                   sizeof(packet_t) == 64,
-              "packet_t keeps its layout: 64 bytes of bookkeeping, then data");
+              "packet_t keeps its layout: 64 bytes of bookkeeping, "
+              "then data");
 
 class packet_pool_impl_t
 {

@@ -1,6 +1,11 @@
 #include "resource/runtime.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <vector>
 
 #include "core/globals.hpp"
 #include "core/progress.hpp"
@@ -12,6 +17,32 @@
 
 namespace lci
 {
+namespace
+{
+
+// A runtime's shared value: rank 0 draws it, everybody takes rank 0's.
+// Never 0 (the runtime of an empty rmr).
+uint32_t agree_on_tag(bootstrap::backend_t& boot)
+{
+  static std::atomic<uint32_t> counter{0};
+  uint32_t mine = 0;
+  if (boot.rank_me() == 0) {
+    uint64_t x =
+        static_cast<uint64_t>(
+            std::chrono::steady_clock::now().time_since_epoch().count()) ^
+        (static_cast<uint64_t>(::getpid()) << 32) ^
+        (static_cast<uint64_t>(counter.fetch_add(1)) * 0x9E3779B97F4A7C15ull);
+    x ^= x >> 29;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 32;
+    mine = static_cast<uint32_t>(x) | 1u;
+  }
+  std::vector<uint32_t> all(boot.rank_n());
+  boot.allgather(&mine, all.data(), sizeof(mine));
+  return all[0];
+}
+
+}  // namespace
 
 runtime_impl_t::runtime_impl_t(const runtime_attr_t& a) : attr(a)
 {
@@ -31,7 +62,31 @@ runtime_impl_t::runtime_impl_t(const runtime_attr_t& a) : attr(a)
       std::min<size_t>(attr.bootstrap_timeout, 100000000)));
   rank_me = bootstrap->rank_me();
   rank_n = bootstrap->rank_n();
+  tag = agree_on_tag(*bootstrap);
   net_context = net::alloc_context(attr);
+  const net::caps_t& caps = net_context->caps();
+  // rendezvous: auto = write with immediate data when the backend has it
+  if (attr.rdv_protocol == "write")
+    rdv_protocol = static_cast<uint32_t>(rdv_protocol_t::write);
+  else if (attr.rdv_protocol == "get")
+    rdv_protocol = static_cast<uint32_t>(rdv_protocol_t::get);
+  else if (attr.rdv_protocol == "writeimm" ||
+           (attr.rdv_protocol == "auto" && caps.imm_data_size >= 4))
+    rdv_protocol = static_cast<uint32_t>(rdv_protocol_t::writeimm);
+  else
+    rdv_protocol = static_cast<uint32_t>(rdv_protocol_t::write);
+  if (rdv_protocol == static_cast<uint32_t>(rdv_protocol_t::writeimm) &&
+      caps.rma && caps.imm_data_size < 4)
+    util::throw_fatal(
+        "alloc_runtime: rdv_protocol writeimm needs immediate "
+        "data, which the provider ",
+        caps.provider, " does not deliver");
+  static const char* const kNames[] = {"", "write", "writeimm", "get"};
+  this->attr.rdv_protocol = kNames[rdv_protocol];
+  max_rma_size = caps.max_msg_size;
+  if (attr.max_msg_size != 0 && attr.max_msg_size < max_rma_size)
+    max_rma_size = attr.max_msg_size;
+  this->attr.max_msg_size = max_rma_size;
   size_t inject = net_context->caps().max_inject_size;
   size_t wanted = attr.max_inject_size + sizeof(msg_header_t);
   max_inject_wire =
@@ -103,6 +158,9 @@ void free_runtime_x::call_impl(runtime_t* runtime)
   free_matching_engine_x(&m).runtime (*runtime)();
   packet_pool_t p(rt->default_pool);
   free_packet_pool_x(&p).runtime (*runtime)();
+  // regions the user did not deregister go with the runtime (a later
+  // deregister_memory of one is an error, not a crash)
+  rt->mrs.release_all();
   delete rt;
   runtime->p_impl = nullptr;
 }

@@ -12,6 +12,8 @@
 #include "bootstrap/bootstrap.hpp"
 #include "lci.hpp"
 #include "net/net.hpp"
+#include "resource/mr.hpp"
+#include "util/id_table.hpp"
 #include "util/mpmc_array.hpp"
 
 namespace lci
@@ -20,6 +22,7 @@ namespace lci
 class device_impl_t;
 class packet_pool_impl_t;
 class matching_engine_impl_t;
+class rdv_ctx_t;
 
 class runtime_impl_t
 {
@@ -39,6 +42,19 @@ class runtime_impl_t
   std::unique_ptr<net::context_t> net_context;
   // largest wire message (header included) sent with fi_inject
   size_t max_inject_wire = 0;
+  // a value every rank of this runtime shares and other runtimes (very
+  // likely) do not: carried by rmrs so that one of another runtime is
+  // rejected
+  uint32_t tag = 0;
+  // rendezvous protocol in force (attr.rdv_protocol resolved), and the
+  // largest single RDMA transfer (attr.max_msg_size resolved)
+  uint32_t rdv_protocol = 0;  // rdv_protocol_t
+  size_t max_rma_size = 0;
+
+  // regions registered by the user (register_memory)
+  mr_registry_t mrs;
+  // rendezvous transfers in flight, by the id peers use to name them
+  util::id_table_t<rdv_ctx_t> rdv_ctxs;
 
   packet_pool_impl_t* default_pool = nullptr;
   matching_engine_impl_t* default_me = nullptr;

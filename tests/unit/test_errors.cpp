@@ -85,26 +85,40 @@ TEST_F(LciTest, NullBufferWithNonZeroSize)
   expect_sendrecv_works();
 }
 
-TEST_F(LciTest, SizeAboveEagerLimit)
+// A size that no buffer can have (a negative length cast to size_t):
+// refused by every kind of post before anything is sent.
+TEST_F(LciTest, NegativeOrOversizeLength)
 {
-  const size_t limit = lci::get_max_bcopy_size();
-  std::vector<char> big(limit + 100);
+  std::vector<char> buf(100);
+  const size_t negative = static_cast<size_t>(-5);
   std::string msg = fatal_message(
-      [&] { lci::post_send(0, big.data(), limit + 1, 1, lci::COMP_NULL); });
-  EXPECT_THAT(msg, NamesPostCall("post_send"));
-  EXPECT_THAT(msg, HasSubstr(std::to_string(limit + 1)));
+      [&] { lci::post_send(0, buf.data(), negative, 1, lci::COMP_NULL); });
+  EXPECT_THAT(msg, AllOf(NamesPostCall("post_send"),
+                         HasSubstr(std::to_string(negative))));
   lci::comp_t cq = lci::alloc_cq();
   lci::rcomp_t rc = lci::register_rcomp(cq);
   msg = fatal_message(
-      [&] { lci::post_am(0, big.data(), limit + 100, lci::COMP_NULL, rc); });
-  EXPECT_THAT(msg, AllOf(NamesPostCall("post_am"),
-                         HasSubstr(std::to_string(limit + 100))));
-  // the limit itself is fine
-  ASSERT_TRUE(
-      lci::post_send(0, big.data(), limit, 1, lci::COMP_NULL).is_done());
-  lci::status_t r =
-      lci::post_recv(0, big.data(), big.size(), 1, lci::COMP_NULL);
-  EXPECT_EQ(r.size, limit);
+      [&] { lci::post_am(0, buf.data(), negative, lci::COMP_NULL, rc); });
+  EXPECT_THAT(msg, AllOf(NamesPostCall("post_am"), HasSubstr("negative")));
+  msg = fatal_message(
+      [&] { lci::post_recv(0, buf.data(), negative, 1, lci::COMP_NULL); });
+  EXPECT_THAT(msg, AllOf(NamesPostCall("post_recv"), HasSubstr("negative")));
+  // put / get longer than the remote region
+  lci::mr_t mr = lci::register_memory(buf.data(), buf.size());
+  lci::rmr_t rmr = lci::get_rmr(mr);
+  msg = fatal_message([&] {
+    lci::post_put(0, buf.data(), buf.size() + 1, lci::COMP_NULL, 0, rmr);
+  });
+  EXPECT_THAT(msg, AllOf(NamesPostCall("post_put"), HasSubstr("101"),
+                         HasSubstr("100-byte")));
+  msg = fatal_message(
+      [&] { lci::post_get(0, buf.data(), 10, lci::COMP_NULL, 95, rmr); });
+  EXPECT_THAT(msg, AllOf(NamesPostCall("post_get"), HasSubstr("95"),
+                         HasSubstr("outside")));
+  msg = fatal_message(
+      [&] { lci::post_get(0, buf.data(), negative, lci::COMP_NULL, 0, rmr); });
+  EXPECT_THAT(msg, AllOf(NamesPostCall("post_get"), HasSubstr("negative")));
+  lci::deregister_memory(&mr);
   lci::deregister_rcomp(rc);
   lci::free_comp(&cq);
   expect_sendrecv_works();
@@ -494,6 +508,218 @@ TEST_F(LciTest, BlockingReceiveInterruptedByError)
   lci::free_comp(&cq);
   lci::free_comp(&dead);
   expect_sendrecv_works();
+}
+
+// The fatal error the next progress calls raise ("" on timeout).
+std::string progress_error()
+{
+  auto deadline = std::chrono::steady_clock::now() + lci_test::kWaitLimit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      lci::progress();
+    } catch (const lci::fatal_error& e) {
+      return e.what();
+    }
+  }
+  return "";
+}
+
+// A valid put and get still work (after an error).
+void expect_rma_works()
+{
+  std::vector<unsigned char> region(300, 0), out(300), back(300, 0);
+  lci_test::fill_pattern(out.data(), out.size(), 300);
+  lci::mr_t mr = lci::register_memory(region.data(), region.size());
+  lci::rmr_t rmr = lci::get_rmr(mr);
+  ASSERT_TRUE(lci::post_put(0, out.data(), out.size(), lci::COMP_NULL, 0, rmr)
+                  .is_done());
+  EXPECT_EQ(lci_test::first_pattern_mismatch(region.data(), 300, 300), -1);
+  ASSERT_TRUE(
+      lci::post_get(0, back.data(), 200, lci::COMP_NULL, 100, rmr).is_done());
+  EXPECT_TRUE(std::equal(back.begin(), back.begin() + 200, out.begin() + 100));
+  lci::deregister_memory(&mr);
+}
+
+// Put, put with signal and get with signal to a region that is not (or no
+// longer) registered, or with an rmr of another runtime or another rank:
+// refused by the posting call, nothing is moved.
+TEST_F(LciTest, BadRmr)
+{
+  std::vector<char> region(256, 'r'), buf(64, 'b');
+  lci::comp_t cq = lci::alloc_cq();
+  lci::rcomp_t rc = lci::register_rcomp(cq);
+  auto put = [&](const lci::rmr_t& rmr) {
+    return fatal_message([&] {
+      lci::post_put(0, buf.data(), buf.size(), lci::COMP_NULL, 0, rmr);
+    });
+  };
+  auto put_signal = [&](const lci::rmr_t& rmr) {
+    return fatal_message([&] {
+      lci::post_put_x(0, buf.data(), buf.size(), lci::COMP_NULL, 0, rmr)
+          .remote_comp(rc)();
+    });
+  };
+  auto get_signal = [&](const lci::rmr_t& rmr) {
+    return fatal_message([&] {
+      lci::post_get_x(0, buf.data(), buf.size(), lci::COMP_NULL, 0, rmr)
+          .remote_comp(rc)();
+    });
+  };
+
+  // deregistered
+  lci::mr_t mr = lci::register_memory(region.data(), region.size());
+  lci::rmr_t stale = lci::get_rmr(mr);
+  lci::deregister_memory(&mr);
+  EXPECT_TRUE(mr.is_empty());
+  for (const std::string& msg :
+       {put(stale), put_signal(stale), get_signal(stale)})
+    EXPECT_THAT(msg, AllOf(HasSubstr("post_comm"),
+                           HasSubstr(std::to_string(stale.opaque_rkey)),
+                           HasSubstr("deregistered")));
+  // never registered: a made-up rmr
+  lci::rmr_t made_up;
+  made_up.base = reinterpret_cast<uintptr_t>(region.data());
+  made_up.size = region.size();
+  made_up.opaque_rkey = 12345;
+  made_up.rank = 0;
+  made_up.runtime = 777;
+  for (const std::string& msg :
+       {put(made_up), put_signal(made_up), get_signal(made_up)})
+    EXPECT_THAT(msg, AllOf(HasSubstr("post_comm"), HasSubstr("777"),
+                           HasSubstr("not made by get_rmr")));
+  // another runtime's region
+  lci::runtime_t rt2 = lci::alloc_runtime();
+  lci::mr_t mr2 =
+      lci::register_memory_x(region.data(), region.size()).runtime(rt2)();
+  lci::rmr_t foreign = lci::get_rmr(mr2);
+  EXPECT_NE(foreign.runtime, 0u);
+  for (const std::string& msg :
+       {put(foreign), put_signal(foreign), get_signal(foreign)})
+    EXPECT_THAT(msg, AllOf(HasSubstr("post_comm"),
+                           HasSubstr(std::to_string(foreign.runtime)),
+                           HasSubstr("this runtime")));
+  lci::deregister_memory(&mr2);
+  lci::free_runtime(&rt2);
+  // another rank's region
+  mr = lci::register_memory(region.data(), region.size());
+  lci::rmr_t other = lci::get_rmr(mr);
+  other.rank = 3;
+  EXPECT_THAT(put(other), AllOf(HasSubstr("rank 3"), HasSubstr("rank 0")));
+  // nothing was written, nobody was signalled
+  EXPECT_EQ(std::count(region.begin(), region.end(), 'r'), 256);
+  lci_test::progress_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(lci::cq_pop(cq).is_retry());
+  lci::deregister_memory(&mr);
+  lci::deregister_rcomp(rc);
+  lci::free_comp(&cq);
+  expect_rma_works();
+  expect_sendrecv_works();
+}
+
+TEST_F(LciTest, MemoryRegistrationMisuse)
+{
+  std::vector<char> region(128), other(128);
+  std::string msg = fatal_message([&] { lci::register_memory(nullptr, 10); });
+  EXPECT_THAT(msg, AllOf(HasSubstr("register_memory"), HasSubstr("null")));
+  msg = fatal_message([&] { lci::register_memory(region.data(), 0); });
+  EXPECT_THAT(msg, AllOf(HasSubstr("register_memory"), HasSubstr("size 0")));
+  lci::mr_t mr = lci::register_memory(region.data(), region.size());
+  lci::mr_t copy = mr;
+  // a local buffer outside the mr given with .mr()
+  lci::rmr_t rmr = lci::get_rmr(mr);
+  msg = fatal_message([&] {
+    lci::post_put_x(0, other.data(), 16, lci::COMP_NULL, 0, rmr).mr(mr)();
+  });
+  EXPECT_THAT(msg, AllOf(HasSubstr("post_comm"), HasSubstr("not inside")));
+  lci::deregister_memory(&mr);
+  msg = fatal_message([&] { lci::deregister_memory(&copy); });
+  EXPECT_THAT(
+      msg, AllOf(HasSubstr("deregister_memory"), HasSubstr("not allocated")));
+  msg = fatal_message([&] { lci::get_rmr(copy); });
+  EXPECT_THAT(msg, AllOf(HasSubstr("get_rmr"), HasSubstr("not allocated")));
+  msg = fatal_message([&] { lci::deregister_memory(&mr); });
+  EXPECT_THAT(msg, AllOf(HasSubstr("deregister_memory"), HasSubstr("empty")));
+  // a region left registered goes with its runtime
+  lci::runtime_t rt2 = lci::alloc_runtime();
+  lci::mr_t left = lci::register_memory_x(region.data(), 64).runtime(rt2)();
+  lci::free_runtime(&rt2);
+  msg = fatal_message([&] { lci::deregister_memory(&left); });
+  EXPECT_THAT(msg, HasSubstr("not allocated"));
+  expect_rma_works();
+}
+
+// A rendezvous message larger than the receive buffer: the receiver's
+// progress (or post_recv, when the message waited) reports it, and the
+// sender, told by the receiver, gives the message up and reports it too.
+TEST_F(LciTest, RendezvousMessageLargerThanReceiveBuffer)
+{
+  const size_t big = lci::get_max_bcopy_size() * 4;
+  std::vector<char> out(big, 'x'), small(1000);
+  lci::comp_t cq = lci::alloc_cq();
+  // receive posted first
+  ASSERT_TRUE(lci::post_recv(0, small.data(), small.size(), 8, cq).is_posted());
+  lci::status_t s = lci_test::post_retry(
+      [&] { return lci::post_send(0, out.data(), big, 8, cq); });
+  ASSERT_TRUE(s.is_posted()) << s.error.get_str();
+  std::string first = progress_error();
+  std::string second = progress_error();
+  EXPECT_THAT(first,
+              AllOf(HasSubstr(std::to_string(big)), HasSubstr("1000-byte")));
+  EXPECT_THAT(second, AllOf(HasSubstr("refused"), HasSubstr("1000-byte")));
+  // the message waited (unexpected): post_recv reports it
+  s = lci_test::post_retry(
+      [&] { return lci::post_send(0, out.data(), big, 9, cq); });
+  ASSERT_TRUE(s.is_posted());
+  lci_test::progress_until_quiet();
+  std::string msg = fatal_message(
+      [&] { lci::post_recv(0, small.data(), small.size(), 9, cq); });
+  EXPECT_THAT(
+      msg, AllOf(NamesPostCall("post_recv"), HasSubstr(std::to_string(big))));
+  EXPECT_THAT(progress_error(), HasSubstr("refused"));
+  lci_test::progress_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(lci::cq_pop(cq).is_retry()) << "a refused message signalled";
+  lci::free_comp(&cq);
+  expect_sendrecv_works();
+  // and a rendezvous message that fits
+  std::vector<char> in(big);
+  lci::comp_t sync = lci::alloc_sync_x().threshold(2)();
+  ASSERT_TRUE(lci::post_recv(0, in.data(), big, 10, sync).is_posted());
+  ASSERT_TRUE(lci_test::post_retry([&] {
+                return lci::post_send(0, out.data(), big, 10, sync);
+              }).is_posted());
+  lci::sync_wait(sync, nullptr);
+  EXPECT_EQ(in, out);
+  lci::free_comp(&sync);
+}
+
+// A put with signal or an active message above the eager limit to a remote
+// completion that is not registered: the target's progress reports it.
+TEST_F(LciTest, SignalToUnregisteredRcomp)
+{
+  lci::comp_t cq = lci::alloc_cq();
+  lci::rcomp_t rc = lci::register_rcomp(cq);
+  lci::deregister_rcomp(rc);
+  std::vector<char> region(64), buf(64, 's');
+  lci::mr_t mr = lci::register_memory(region.data(), region.size());
+  lci::status_t s = lci_test::post_retry([&] {
+    return lci::post_put_x(0, buf.data(), buf.size(), cq, 0, lci::get_rmr(mr))
+        .remote_comp(rc)();
+  });
+  ASSERT_FALSE(s.is_retry());
+  EXPECT_THAT(progress_error(), AllOf(HasSubstr("not registered"),
+                                      HasSubstr(std::to_string(rc))));
+  std::vector<char> big(lci::get_max_bcopy_size() + 1, 'a');
+  s = lci_test::post_retry(
+      [&] { return lci::post_am(0, big.data(), big.size(), cq, rc); });
+  ASSERT_FALSE(s.is_retry());
+  EXPECT_THAT(progress_error(), HasSubstr("not registered"));
+  // the sender is told: it gives the message up (and says so)
+  EXPECT_THAT(progress_error(),
+              AllOf(HasSubstr("post_am"), HasSubstr("refused")));
+  lci::deregister_memory(&mr);
+  lci::free_comp(&cq);
+  expect_sendrecv_works();
+  expect_rma_works();
 }
 
 }  // namespace

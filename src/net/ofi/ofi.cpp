@@ -5,7 +5,9 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 
+#include <atomic>
 #include <cstring>
 
 #include "util/error.hpp"
@@ -159,6 +161,47 @@ class ofi_device_t final : public device_t
     return result("fi_recv", rc, errorcode_t::posted);
   }
 
+  error_t post_write(int rank, const void* buf, size_t size, void* desc,
+                     uint64_t raddr, uint64_t rkey, void* ctx,
+                     bool delivered) override
+  {
+    iovec iov{const_cast<void*>(buf), size};
+    fi_rma_iov riov{raddr, size, rkey};
+    fi_msg_rma msg{};
+    msg.msg_iov = &iov;
+    msg.desc = &desc;
+    msg.iov_count = 1;
+    msg.addr = addrs_[rank];
+    msg.rma_iov = &riov;
+    msg.rma_iov_count = 1;
+    msg.context = ctx;
+    uint64_t flags = FI_COMPLETION | (delivered ? FI_DELIVERY_COMPLETE : 0);
+    if (!lock_.try_lock()) return errorcode_t::retry_lock;
+    ssize_t rc = fi_writemsg(ep_, &msg, flags);
+    lock_.unlock();
+    return result("fi_writemsg", rc, errorcode_t::posted);
+  }
+
+  error_t post_writeimm(int rank, const void* buf, size_t size, void* desc,
+                        uint64_t raddr, uint64_t rkey, uint64_t imm,
+                        void* ctx) override
+  {
+    if (!lock_.try_lock()) return errorcode_t::retry_lock;
+    ssize_t rc =
+        fi_writedata(ep_, buf, size, desc, imm, addrs_[rank], raddr, rkey, ctx);
+    lock_.unlock();
+    return result("fi_writedata", rc, errorcode_t::posted);
+  }
+
+  error_t post_read(int rank, void* buf, size_t size, void* desc,
+                    uint64_t raddr, uint64_t rkey, void* ctx) override
+  {
+    if (!lock_.try_lock()) return errorcode_t::retry_lock;
+    ssize_t rc = fi_read(ep_, buf, size, desc, addrs_[rank], raddr, rkey, ctx);
+    lock_.unlock();
+    return result("fi_read", rc, errorcode_t::posted);
+  }
+
   size_t poll_comp(cqe_t* out, size_t max) override
   {
     constexpr size_t kBatch = 16;
@@ -167,27 +210,42 @@ class ofi_device_t final : public device_t
     if (!lock_.try_lock()) return 0;
     ssize_t n = fi_cq_read(cq_, entries, max);
     if (n == -FI_EAVAIL) {
+      // one failed operation: hand it back with its context
       fi_cq_err_entry err{};
-      fi_cq_readerr(cq_, &err, 0);
+      ssize_t got = fi_cq_readerr(cq_, &err, 0);
       lock_.unlock();
-      util::throw_fatal(
-          "libfabric completion error: ",
-          fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0), " (",
-          fi_strerror(err.err), ")");
+      if (got != 1) return 0;
+      out[0] = to_cqe(err.flags, err.op_context, 0, err.data);
+      out[0].error = fi_strerror(err.err);
+      return 1;
     }
     lock_.unlock();
     if (n == -FI_EAGAIN) return 0;
     if (n < 0) fail("fi_cq_read", static_cast<int>(n));
-    for (ssize_t i = 0; i < n; ++i) {
-      out[i].kind = (entries[i].flags & FI_RECV) ? cqe_t::kind_t::recv
-                                                 : cqe_t::kind_t::send;
-      out[i].ctx = entries[i].op_context;
-      out[i].length = entries[i].len;
-    }
+    for (ssize_t i = 0; i < n; ++i)
+      out[i] = to_cqe(entries[i].flags, entries[i].op_context, entries[i].len,
+                      entries[i].data);
     return static_cast<size_t>(n);
   }
 
  private:
+  static cqe_t to_cqe(uint64_t flags, void* ctx, size_t len, uint64_t data)
+  {
+    cqe_t c{cqe_t::kind_t::send, ctx, len, 0, nullptr};
+    if ((flags & FI_REMOTE_WRITE) && (flags & FI_REMOTE_CQ_DATA)) {
+      c.kind = cqe_t::kind_t::remote_write;
+      c.ctx = nullptr;
+      c.imm = data;
+    } else if (flags & FI_RECV) {
+      c.kind = cqe_t::kind_t::recv;
+    } else if ((flags & FI_RMA) && (flags & FI_READ)) {
+      c.kind = cqe_t::kind_t::read;
+    } else if ((flags & FI_RMA) && (flags & FI_WRITE)) {
+      c.kind = cqe_t::kind_t::write;
+    }
+    return c;
+  }
+
   static error_t result(const char* call, ssize_t rc, errorcode_t ok)
   {
     if (rc == 0) return ok;
@@ -209,31 +267,12 @@ class ofi_context_t final : public context_t
  public:
   explicit ofi_context_t(const runtime_attr_t& attr)
   {
-    fi_info* hints = fi_allocinfo();
-    hints->ep_attr->type = FI_EP_RDM;
-    hints->caps = FI_MSG;
-    hints->mode = 0;
-    hints->domain_attr->threading = FI_THREAD_SAFE;
-    hints->domain_attr->mr_mode =
-        FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-    hints->fabric_attr->prov_name = strdup(attr.ofi_provider_name.c_str());
-    // The strongest completion level the provider accepts, for sends with
-    // comp_semantic network: a provider fails fi_getinfo when asked for a
-    // transmit flag it does not support. It must not become the default of
-    // every send (shm would give up its inline protocol), so op_flags are
-    // cleared again before the endpoints are opened.
-    int rc = -FI_ENODATA;
-    const uint64_t levels[] = {FI_DELIVERY_COMPLETE, FI_TRANSMIT_COMPLETE, 0};
-    const char* names[] = {"delivery", "transmit", "default"};
-    for (size_t i = 0; i < 3 && rc != 0; ++i) {
-      hints->tx_attr->op_flags = levels[i];
-      rc = fi_getinfo(FI_VERSION(1, 14), nullptr, nullptr, 0, hints, &info_);
-      if (rc == 0 && info_) {
-        network_flags_ = levels[i];
-        caps_.network_completion = names[i];
-      }
-    }
-    fi_freeinfo(hints);
+    // RMA (rendezvous, put, get) when the provider has it, else messages
+    // only (then nothing above the eager limit can be sent)
+    const uint64_t rma_caps =
+        FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    int rc = get_info(attr, FI_MSG | rma_caps);
+    if (rc != 0 || !info_) rc = get_info(attr, FI_MSG);
     if (rc != 0 || !info_)
       util::throw_fatal("alloc_runtime: libfabric provider '",
                         attr.ofi_provider_name,
@@ -243,6 +282,7 @@ class ofi_context_t final : public context_t
     info_->tx_attr->op_flags = 0;  // the probe's flag is not a default
     check("fi_fabric", fi_fabric(info_->fabric_attr, &fabric_, nullptr));
     check("fi_domain", fi_domain(fabric_, info_, &domain_, nullptr));
+    const uint64_t mode = info_->domain_attr->mr_mode;
     caps_.provider = info_->fabric_attr->prov_name;
     caps_.max_inject_size = info_->tx_attr->inject_size;
     caps_.max_msg_size = info_->ep_attr->max_msg_size;
@@ -250,6 +290,11 @@ class ofi_context_t final : public context_t
     // (every endpoint and cq of the domain takes it); shm locks per endpoint
     // and per cq. Our try-lock matches: per domain for tcp, per device else.
     domain_locked_ = std::strstr(caps_.provider.c_str(), "tcp") != nullptr;
+    caps_.rma = (info_->caps & rma_caps) == rma_caps;
+    caps_.imm_data_size = info_->domain_attr->cq_data_size;
+    caps_.mr_local = (mode & FI_MR_LOCAL) != 0;
+    virt_addr_ = (mode & FI_MR_VIRT_ADDR) != 0;
+    prov_key_ = (mode & FI_MR_PROV_KEY) != 0;
   }
 
   ~ofi_context_t() override
@@ -266,13 +311,75 @@ class ofi_context_t final : public context_t
         network_flags_);
   }
 
+  mr_t register_memory(void* buf, size_t size, const char* call) override
+  {
+    // without FI_MR_PROV_KEY the keys are ours to choose: a counter, so a
+    // key is never reused within the domain
+    uint64_t key = prov_key_ ? 0 : next_key_.fetch_add(1);
+    fid_mr* mr = nullptr;
+    const uint64_t access = FI_SEND | FI_RECV | FI_READ | FI_WRITE |
+                            FI_REMOTE_READ | FI_REMOTE_WRITE;
+    int rc = fi_mr_reg(domain_, buf, size, access, 0, key, 0, &mr, nullptr);
+    if (rc != 0)
+      util::throw_fatal(call, ": libfabric cannot register ", size,
+                        " bytes at ", buf, ": ", fi_strerror(-rc), " (", rc,
+                        ")");
+    mr_t out;
+    out.handle = mr;
+    out.desc = fi_mr_desc(mr);
+    out.rkey = fi_mr_key(mr);
+    // FI_MR_VIRT_ADDR: peers address the region by virtual address, else
+    // by offset from its start
+    out.rma_base = virt_addr_ ? reinterpret_cast<uintptr_t>(buf) : 0;
+    return out;
+  }
+
+  void deregister_memory(mr_t* mr) override
+  {
+    if (mr->handle) close_fid(static_cast<fid_mr*>(mr->handle));
+    *mr = mr_t();
+  }
+
  private:
+  // fi_getinfo for `caps`, with the strongest completion level the provider
+  // accepts for sends with comp_semantic network: a provider fails
+  // fi_getinfo when asked for a transmit flag it does not support. It must
+  // not become the default of every send (shm would give up its inline
+  // protocol), so op_flags are cleared again before the endpoints are opened.
+  int get_info(const runtime_attr_t& attr, uint64_t caps)
+  {
+    fi_info* hints = fi_allocinfo();
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->caps = caps;
+    hints->mode = 0;
+    hints->domain_attr->threading = FI_THREAD_SAFE;
+    hints->domain_attr->mr_mode =
+        FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+    hints->fabric_attr->prov_name = strdup(attr.ofi_provider_name.c_str());
+    int rc = -FI_ENODATA;
+    const uint64_t levels[] = {FI_DELIVERY_COMPLETE, FI_TRANSMIT_COMPLETE, 0};
+    const char* names[] = {"delivery", "transmit", "default"};
+    for (size_t i = 0; i < 3 && rc != 0; ++i) {
+      hints->tx_attr->op_flags = levels[i];
+      rc = fi_getinfo(FI_VERSION(1, 14), nullptr, nullptr, 0, hints, &info_);
+      if (rc == 0 && info_) {
+        network_flags_ = levels[i];
+        caps_.network_completion = names[i];
+      }
+    }
+    fi_freeinfo(hints);
+    return rc;
+  }
+
   uint64_t network_flags_ = 0;
   fi_info* info_ = nullptr;
   fid_fabric* fabric_ = nullptr;
   fid_domain* domain_ = nullptr;
   bool domain_locked_ = false;
   util::spinlock_t domain_lock_;  // the devices' lock when domain_locked_
+  bool virt_addr_ = false;
+  bool prov_key_ = false;
+  std::atomic<uint64_t> next_key_{1};
 };
 
 }  // namespace

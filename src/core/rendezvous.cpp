@@ -1,0 +1,392 @@
+#include "core/rendezvous.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "core/control.hpp"
+#include "core/recv.hpp"
+#include "core/transfer.hpp"
+#include "resource/device.hpp"
+#include "resource/matching_engine.hpp"
+#include "resource/mr.hpp"
+#include "resource/packet_pool.hpp"
+#include "resource/runtime.hpp"
+#include "util/error.hpp"
+
+namespace lci
+{
+
+// One side of a rendezvous transfer.
+class rdv_ctx_t final : public transfer_op_t
+{
+ public:
+  bool sender;
+  bool am;  // receiver of an active message: buffer is ours (malloc)
+  rdv_protocol_t protocol;
+  uint32_t id = 0;
+  uint32_t peer_ctx = 0;  // the other side's context id
+  runtime_impl_t* rt;
+  device_impl_t* dev;
+  int peer;
+  tag_t tag;
+  char* buffer;
+  size_t size;
+  comp_impl_t* comp;
+  void* user_context;
+  mr_use_t mr;
+  // transfers (sender of write/writeimm, receiver of get) or immediate-data
+  // arrivals (receiver of writeimm) still to come
+  std::atomic<size_t> remaining{0};
+  std::atomic<const char*> error{nullptr};
+
+  void transfer_done(const net::cqe_t& cqe) override;
+  // The transfer is over: release everything, signal the completion object.
+  void finish();
+  // A transfer failed: release everything and throw.
+  [[noreturn]] void fail(const char* why);
+  // Leaves the id table and the device's count; releases the registration.
+  void release();
+};
+
+namespace
+{
+
+const char* protocol_name(rdv_protocol_t p)
+{
+  switch (p) {
+    case rdv_protocol_t::write:
+      return "write";
+    case rdv_protocol_t::writeimm:
+      return "writeimm";
+    default:
+      return "get";
+  }
+}
+
+// The context a peer names, or a fatal error.
+rdv_ctx_t* lookup(runtime_impl_t* rt, uint64_t id, bool sender,
+                  const char* what, int from)
+{
+  rdv_ctx_t* ctx = rt->rdv_ctxs.get(static_cast<uint32_t>(id));
+  if (!ctx || ctx->id != id || ctx->sender != sender)
+    util::throw_fatal("progress: a rendezvous ", what, " from rank ", from,
+                      " names transfer ", id, ", which is not in flight here");
+  return ctx;
+}
+
+msg_header_t control_header(runtime_impl_t* rt, msg_type_t type, tag_t tag)
+{
+  msg_header_t hdr;
+  hdr.tag = tag;
+  hdr.rank = rt->rank_me;
+  hdr.meta = msg_header_t::make_meta(type, matching_policy_t::none, 0);
+  return hdr;
+}
+
+// Receiver: register or read, answer the sender. `buffer` receives
+// rts.size bytes.
+void start_recv(device_impl_t* dev, const msg_header_t& hdr, const rts_t& rts,
+                char* buffer, comp_impl_t* comp, void* user_context,
+                mr_t user_mr, bool am)
+{
+  runtime_impl_t* rt = dev->runtime;
+  if (rts.protocol < static_cast<uint32_t>(rdv_protocol_t::write) ||
+      rts.protocol > static_cast<uint32_t>(rdv_protocol_t::get) ||
+      rts.frag_size == 0)
+    util::throw_fatal("progress: a rendezvous request from rank ", hdr.rank,
+                      " names unknown protocol ", rts.protocol);
+  auto ctx = std::make_unique<rdv_ctx_t>();
+  ctx->sender = false;
+  ctx->am = am;
+  ctx->protocol = static_cast<rdv_protocol_t>(rts.protocol);
+  ctx->peer_ctx = static_cast<uint32_t>(rts.send_ctx);
+  ctx->rt = rt;
+  ctx->dev = dev;
+  ctx->peer = hdr.rank;
+  ctx->tag = hdr.tag;
+  ctx->buffer = buffer;
+  ctx->size = rts.size;
+  ctx->comp = comp;
+  ctx->user_context = user_context;
+  const bool get = ctx->protocol == rdv_protocol_t::get;
+  ctx->mr.acquire(rt, user_mr, buffer, rts.size, !get, "progress");
+
+  transfer_plan_t plan{};
+  if (get) {
+    plan.kind = transfer_plan_t::kind_t::read;
+    plan.rank = hdr.rank;
+    plan.local = buffer;
+    plan.desc = ctx->mr.desc();
+    plan.raddr = rts.raddr;
+    plan.rkey = rts.rkey;
+    plan.size = rts.size;
+    plan.frag =
+        rts.frag_size < rt->max_rma_size ? rts.frag_size : rt->max_rma_size;
+    ctx->remaining.store(plan.nfrags(), std::memory_order_relaxed);
+  } else if (ctx->protocol == rdv_protocol_t::writeimm) {
+    ctx->remaining.store(
+        rts.size / rts.frag_size + (rts.size % rts.frag_size != 0),
+        std::memory_order_relaxed);
+  } else {
+    ctx->remaining.store(1, std::memory_order_relaxed);  // the FIN
+  }
+  rdv_ctx_t* raw = ctx.release();
+  raw->id = rt->rdv_ctxs.add(raw);
+  dev->nops_pending.fetch_add(1, std::memory_order_relaxed);
+  if (get) {
+    post_fragments(dev, plan, 0, raw);
+  } else {
+    rtr_t rtr{};
+    rtr.send_ctx = rts.send_ctx;
+    rtr.recv_ctx = raw->id;
+    rtr.raddr = raw->mr.raddr();
+    rtr.rkey = raw->mr.rkey();
+    send_control(dev, hdr.rank, control_header(rt, msg_type_t::rtr, hdr.tag),
+                 &rtr, sizeof(rtr));
+  }
+}
+
+rts_t parse_rts(const msg_header_t& hdr, const char* payload, size_t size)
+{
+  if (size != sizeof(rts_t))
+    util::throw_fatal("progress: a ", size,
+                      "-byte rendezvous request from rank ", hdr.rank);
+  rts_t rts;
+  std::memcpy(&rts, payload, sizeof(rts));
+  return rts;
+}
+
+}  // namespace
+
+void rdv_ctx_t::release()
+{
+  mr.release();
+  rt->rdv_ctxs.remove(id);
+  dev->nops_pending.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void rdv_ctx_t::finish()
+{
+  status_t s(errorcode_t::done);
+  s.rank = peer;
+  s.buffer = buffer;
+  s.size = size;
+  s.tag = tag;
+  s.user_context = user_context;
+  comp_impl_t* c = comp;
+  release();
+  delete this;
+  c->signal(s);
+}
+
+void rdv_ctx_t::fail(const char* why)
+{
+  const bool was_sender = sender;
+  const int p = peer;
+  const size_t n = size;
+  const char* proto = protocol_name(protocol);
+  if (am) std::free(buffer);
+  release();
+  delete this;
+  util::throw_fatal("progress: the rendezvous (", proto, ") ",
+                    was_sender ? "send of " : "receive of ", n, " bytes ",
+                    was_sender ? "to" : "from", " rank ", p,
+                    " failed: the network reported: ", why);
+}
+
+void rdv_ctx_t::transfer_done(const net::cqe_t& cqe)
+{
+  if (cqe.error) error.store(cqe.error, std::memory_order_relaxed);
+  if (remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (const char* why = error.load(std::memory_order_relaxed)) fail(why);
+  // sender of write: the data is visible, tell the receiver; receiver of
+  // get: the data is here, tell the sender its buffer is free
+  if (protocol != rdv_protocol_t::writeimm) {
+    fin_t fin{peer_ctx, 0};
+    send_control(dev, peer, control_header(rt, msg_type_t::fin, tag), &fin,
+                 sizeof(fin));
+  }
+  finish();
+}
+
+status_t post_rdv(const post_args_t& a, comp_impl_t* comp)
+{
+  runtime_impl_t* rt = a.rt;
+  if (!rt->net_context->caps().rma)
+    util::throw_fatal("post_comm: size ", a.size,
+                      " exceeds the eager limit and the network backend (",
+                      rt->net_context->caps().provider,
+                      ") has no RMA for the rendezvous protocol");
+  auto ctx = std::make_unique<rdv_ctx_t>();
+  ctx->sender = true;
+  ctx->am = false;
+  ctx->protocol = static_cast<rdv_protocol_t>(rt->rdv_protocol);
+  ctx->rt = rt;
+  ctx->dev = a.dev;
+  ctx->peer = a.rank;
+  ctx->tag = a.tag;
+  ctx->buffer = static_cast<char*>(a.buffer);
+  ctx->size = a.size;
+  ctx->comp = comp;
+  ctx->user_context = a.user_context;
+  const bool get = ctx->protocol == rdv_protocol_t::get;
+  ctx->mr.acquire(rt, a.mr, a.buffer, a.size, get, "post_comm");
+
+  rdv_ctx_t* raw = ctx.release();
+  raw->id = rt->rdv_ctxs.add(raw);
+  rts_t rts{};
+  rts.send_ctx = raw->id;
+  rts.size = a.size;
+  rts.frag_size = rt->max_rma_size;
+  rts.protocol = rt->rdv_protocol;
+  if (get) {
+    rts.raddr = raw->mr.raddr();
+    rts.rkey = raw->mr.rkey();
+  }
+  msg_header_t hdr;
+  hdr.tag = a.tag;
+  hdr.rank = rt->rank_me;
+  if (a.rcomp != RCOMP_NULL)
+    hdr.meta = msg_header_t::make_meta(msg_type_t::rts_am, a.policy, a.rcomp);
+  else
+    hdr.meta =
+        msg_header_t::make_meta(msg_type_t::rts_send, a.policy, a.me->index);
+  a.dev->nops_pending.fetch_add(1, std::memory_order_relaxed);
+  error_t e = try_send_control(a.dev, a.pool, a.rank, hdr, &rts, sizeof(rts));
+  if (e.is_retry()) {
+    raw->release();
+    delete raw;
+    return status_t(e.errorcode);
+  }
+  // raw may be complete and gone already (another thread's progress)
+  return status_t(errorcode_t::posted);
+}
+
+status_t start_rdv_recv(const recv_t* recv, packet_t* pkt)
+{
+  msg_header_t hdr;
+  std::memcpy(&hdr, pkt->data(), sizeof(hdr));
+  rts_t rts;
+  try {
+    rts = parse_rts(hdr, pkt->data() + sizeof(hdr), pkt->length);
+  } catch (...) {
+    packet_pool_impl_t::put(pkt);
+    throw;
+  }
+  auto* dev = static_cast<device_impl_t*>(pkt->arrived_on);
+  packet_pool_impl_t::put(pkt);
+  if (rts.size > recv->size) {
+    // the sender waits for an answer: tell it the message was refused
+    fin_t fin{rts.send_ctx, recv->size + 1};
+    send_control(dev, hdr.rank,
+                 control_header(dev->runtime, msg_type_t::fin, hdr.tag), &fin,
+                 sizeof(fin));
+    util::throw_fatal("post_recv: a ", rts.size, "-byte message from rank ",
+                      hdr.rank, " with tag ", hdr.tag,
+                      " does not fit the posted ", recv->size,
+                      "-byte receive buffer");
+  }
+  start_recv(dev, hdr, rts, static_cast<char*>(recv->buffer), recv->comp,
+             recv->user_context, recv->mr, false);
+  return status_t(errorcode_t::posted);
+}
+
+void handle_rts_am(device_impl_t* dev, const msg_header_t& hdr,
+                   const char* payload, size_t size)
+{
+  rts_t rts = parse_rts(hdr, payload, size);
+  comp_impl_t* comp = dev->runtime->rcomps.get(hdr.aux(), nullptr);
+  if (!comp) {
+    // the sender waits for an answer: tell it the message was refused
+    fin_t fin{rts.send_ctx, fin_t::kRejectNoRcomp};
+    send_control(dev, hdr.rank,
+                 control_header(dev->runtime, msg_type_t::fin, hdr.tag), &fin,
+                 sizeof(fin));
+    util::throw_fatal("progress: an active message from rank ", hdr.rank,
+                      " targets remote completion ", hdr.aux(),
+                      ", which is not registered here");
+  }
+  char* buf = static_cast<char*>(std::malloc(rts.size));
+  if (!buf)
+    util::throw_fatal("progress: cannot allocate ", rts.size,
+                      " bytes for an active message");
+  try {
+    start_recv(dev, hdr, rts, buf, comp, nullptr, mr_t(), true);
+  } catch (...) {
+    std::free(buf);
+    throw;
+  }
+}
+
+void handle_rtr(device_impl_t* dev, const msg_header_t& hdr,
+                const char* payload, size_t size)
+{
+  if (size != sizeof(rtr_t))
+    util::throw_fatal("progress: a ", size, "-byte rendezvous RTR from rank ",
+                      hdr.rank);
+  rtr_t rtr;
+  std::memcpy(&rtr, payload, sizeof(rtr));
+  rdv_ctx_t* ctx = lookup(dev->runtime, rtr.send_ctx, true, "RTR", hdr.rank);
+  ctx->peer_ctx = rtr.recv_ctx;
+  transfer_plan_t plan{};
+  plan.kind = ctx->protocol == rdv_protocol_t::writeimm
+                  ? transfer_plan_t::kind_t::writeimm
+                  : transfer_plan_t::kind_t::write;
+  plan.rank = ctx->peer;
+  plan.local = ctx->buffer;
+  plan.desc = ctx->mr.desc();
+  plan.raddr = rtr.raddr;
+  plan.rkey = rtr.rkey;
+  plan.imm = rtr.recv_ctx;
+  plan.size = ctx->size;
+  plan.frag = ctx->rt->max_rma_size;
+  // write: the FIN must not overtake the data
+  plan.delivered = ctx->protocol == rdv_protocol_t::write;
+  ctx->remaining.store(plan.nfrags(), std::memory_order_relaxed);
+  post_fragments(ctx->dev, plan, 0, ctx);
+}
+
+void handle_fin(device_impl_t* dev, const msg_header_t& hdr,
+                const char* payload, size_t size)
+{
+  if (size != sizeof(fin_t))
+    util::throw_fatal("progress: a ", size, "-byte rendezvous FIN from rank ",
+                      hdr.rank);
+  fin_t fin;
+  std::memcpy(&fin, payload, sizeof(fin));
+  // write: the receiver's context; get, or refused: the sender's
+  rdv_ctx_t* ctx = dev->runtime->rdv_ctxs.get(static_cast<uint32_t>(fin.ctx));
+  const bool to_sender =
+      fin.rejected != 0 || (ctx && ctx->protocol == rdv_protocol_t::get);
+  if (!ctx || ctx->id != fin.ctx || ctx->sender != to_sender)
+    util::throw_fatal("progress: a rendezvous FIN from rank ", hdr.rank,
+                      " names transfer ", fin.ctx,
+                      ", which is not in flight here");
+  if (fin.rejected != 0) {
+    const size_t n = ctx->size;
+    const tag_t tag = ctx->tag;
+    ctx->release();
+    delete ctx;
+    if (fin.rejected == fin_t::kRejectNoRcomp)
+      util::throw_fatal("post_am: the ", n, "-byte active message to rank ",
+                        hdr.rank, " with tag ", tag,
+                        " was refused: its remote completion is not "
+                        "registered there");
+    util::throw_fatal("post_send: the ", n, "-byte message to rank ", hdr.rank,
+                      " with tag ", tag,
+                      " was refused: it does not fit the receiver's ",
+                      fin.rejected - 1, "-byte buffer");
+  }
+  ctx->finish();
+}
+
+void handle_remote_write(device_impl_t* dev, uint64_t imm)
+{
+  rdv_ctx_t* ctx = lookup(dev->runtime, imm, false, "write", -1);
+  if (ctx->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1)
+    ctx->finish();
+}
+
+}  // namespace lci

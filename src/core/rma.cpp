@@ -1,0 +1,170 @@
+#include "core/rma.hpp"
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+
+#include "core/control.hpp"
+#include "core/transfer.hpp"
+#include "resource/device.hpp"
+#include "resource/mr.hpp"
+#include "resource/runtime.hpp"
+#include "util/error.hpp"
+
+namespace lci
+{
+namespace
+{
+
+class rma_op_t final : public transfer_op_t
+{
+ public:
+  bool put;
+  runtime_impl_t* rt;
+  device_impl_t* dev;
+  int rank;
+  void* buffer;
+  size_t size;
+  tag_t tag;
+  rcomp_t rcomp;
+  comp_impl_t* comp;
+  void* user_context;
+  signal_t signal;  // what the signal message says (with rcomp)
+  mr_use_t mr;
+  std::atomic<size_t> remaining{0};
+  std::atomic<const char*> error{nullptr};
+
+  void transfer_done(const net::cqe_t& cqe) override
+  {
+    if (cqe.error) error.store(cqe.error, std::memory_order_relaxed);
+    if (remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    mr.release();
+    dev->nops_pending.fetch_sub(1, std::memory_order_relaxed);
+    if (const char* why = error.load(std::memory_order_relaxed)) {
+      const bool p = put;
+      const int r = rank;
+      const size_t n = size;
+      const uint64_t disp = signal.disp;
+      delete this;
+      util::throw_fatal("progress: the ", p ? "put" : "get", " of ", n,
+                        " bytes ", p ? "to" : "from", " rank ", r,
+                        " (remote_disp ", disp,
+                        ") failed: the network reported: ", why);
+    }
+    if (rcomp != RCOMP_NULL) send_signal(dev, rank, tag, rcomp, signal);
+    status_t s(errorcode_t::done);
+    s.rank = rank;
+    s.buffer = buffer;
+    s.size = size;
+    s.tag = tag;
+    s.user_context = user_context;
+    comp_impl_t* c = comp;
+    delete this;
+    c->signal(s);
+  }
+
+  static msg_header_t signal_header(runtime_impl_t* rt, tag_t tag,
+                                    rcomp_t rcomp)
+  {
+    msg_header_t hdr;
+    hdr.tag = tag;
+    hdr.rank = rt->rank_me;
+    hdr.meta = msg_header_t::make_meta(msg_type_t::signal,
+                                       matching_policy_t::none, rcomp);
+    return hdr;
+  }
+
+  static void send_signal(device_impl_t* dev, int rank, tag_t tag,
+                          rcomp_t rcomp, const signal_t& sig)
+  {
+    send_control(dev, rank, signal_header(dev->runtime, tag, rcomp), &sig,
+                 sizeof(sig));
+  }
+};
+
+}  // namespace
+
+status_t post_rma(const post_args_t& a, direction_t direction,
+                  comp_impl_t* comp)
+{
+  const bool put = direction == direction_t::OUT;
+  const char* call = put ? "post_comm (put)" : "post_comm (get)";
+  runtime_impl_t* rt = a.rt;
+  signal_t sig{a.rmr.opaque_rkey, a.remote_disp, a.size};
+
+  if (a.size == 0) {
+    // nothing to move; a signal still tells the target
+    if (a.rcomp != RCOMP_NULL) {
+      error_t e = try_send_control(a.dev, a.pool, a.rank,
+                                   rma_op_t::signal_header(rt, a.tag, a.rcomp),
+                                   &sig, sizeof(sig));
+      if (e.is_retry()) return status_t(e.errorcode);
+    }
+    return done_status(a);
+  }
+
+  auto op = std::make_unique<rma_op_t>();
+  op->put = put;
+  op->rt = rt;
+  op->dev = a.dev;
+  op->rank = a.rank;
+  op->buffer = a.buffer;
+  op->size = a.size;
+  op->tag = a.tag;
+  op->rcomp = a.rcomp;
+  op->comp = comp;
+  op->user_context = a.user_context;
+  op->signal = sig;
+  op->mr.acquire(rt, a.mr, a.buffer, a.size, false, call);
+
+  transfer_plan_t plan{};
+  plan.kind =
+      put ? transfer_plan_t::kind_t::write : transfer_plan_t::kind_t::read;
+  plan.rank = a.rank;
+  plan.local = static_cast<char*>(a.buffer);
+  plan.desc = op->mr.desc();
+  plan.raddr = a.rmr.base + a.remote_disp;
+  plan.rkey = a.rmr.opaque_rkey;
+  plan.size = a.size;
+  plan.frag = rt->max_rma_size;
+  plan.delivered = true;
+  const size_t n = plan.nfrags();
+  op->remaining.store(n, std::memory_order_relaxed);
+
+  // the first fragment decides between posted and retry
+  a.dev->nops_pending.fetch_add(1, std::memory_order_relaxed);
+  error_t e = post_fragment(a.dev, plan, 0, op.get());
+  if (e.is_retry()) {
+    a.dev->nops_pending.fetch_sub(1, std::memory_order_relaxed);
+    return status_t(e.errorcode);
+  }
+  rma_op_t* raw = op.release();  // may complete at once on another thread
+  if (n > 1) post_fragments(a.dev, plan, 1, raw);
+  return status_t(errorcode_t::posted);
+}
+
+void handle_signal(device_impl_t* dev, const msg_header_t& hdr,
+                   const char* payload, size_t size)
+{
+  runtime_impl_t* rt = dev->runtime;
+  if (size != sizeof(signal_t))
+    util::throw_fatal("progress: a ", size, "-byte signal message from rank ",
+                      hdr.rank);
+  signal_t sig;
+  std::memcpy(&sig, payload, sizeof(sig));
+  comp_impl_t* comp = rt->rcomps.get(hdr.aux(), nullptr);
+  if (!comp)
+    util::throw_fatal("progress: a put or get with signal from rank ", hdr.rank,
+                      " targets remote completion ", hdr.aux(),
+                      ", which is not registered here");
+  status_t s(errorcode_t::done);
+  s.rank = hdr.rank;
+  s.tag = hdr.tag;
+  s.size = sig.size;
+  // the address of the bytes at this end, if the region is still registered
+  mr_impl_t* mr = rt->mrs.find(sig.rkey);
+  s.buffer = mr ? mr->address + sig.disp : nullptr;
+  comp->signal(s);
+}
+
+}  // namespace lci

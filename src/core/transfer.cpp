@@ -1,0 +1,52 @@
+#include "core/transfer.hpp"
+
+#include <memory>
+
+#include "resource/device.hpp"
+
+namespace lci
+{
+
+error_t post_fragment(device_impl_t* dev, const transfer_plan_t& plan, size_t i,
+                      transfer_op_t* op)
+{
+  const size_t off = i * plan.frag;
+  const size_t len = plan.size - off < plan.frag ? plan.size - off : plan.frag;
+  char* buf = plan.local + off;
+  const uint64_t raddr = plan.raddr + off;
+  switch (plan.kind) {
+    case transfer_plan_t::kind_t::write:
+      return dev->net->post_write(plan.rank, buf, len, plan.desc, raddr,
+                                  plan.rkey, op, plan.delivered);
+    case transfer_plan_t::kind_t::writeimm:
+      return dev->net->post_writeimm(plan.rank, buf, len, plan.desc, raddr,
+                                     plan.rkey, plan.imm, op);
+    case transfer_plan_t::kind_t::read:
+    default:
+      return dev->net->post_read(plan.rank, buf, len, plan.desc, raddr,
+                                 plan.rkey, op);
+  }
+}
+
+void post_fragments(device_impl_t* dev, const transfer_plan_t& plan,
+                    size_t first, transfer_op_t* op)
+{
+  const size_t n = plan.nfrags();
+  size_t i = first;
+  if (dev->backlog.empty()) {
+    for (; i < n; ++i)
+      if (post_fragment(dev, plan, i, op).is_retry()) break;
+    if (i == n) return;
+  }
+  // the rest, one backlog entry that resumes where it stopped
+  auto next = std::make_shared<size_t>(i);
+  dev->backlog.push([dev, plan, next, n, op]() -> error_t {
+    for (; *next < n; ++*next) {
+      error_t e = post_fragment(dev, plan, *next, op);
+      if (e.is_retry()) return e;
+    }
+    return errorcode_t::done;
+  });
+}
+
+}  // namespace lci
