@@ -6,9 +6,12 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <string>
 
 #include "util/error.hpp"
 #include "util/spinlock.hpp"
@@ -35,6 +38,15 @@ void close_fid(T* obj)
   if (obj) fi_close(&obj->fid);
 }
 
+std::string unique_shm_name()
+{
+  static const uint64_t nonce = static_cast<uint64_t>(
+      std::chrono::steady_clock::now().time_since_epoch().count());
+  static std::atomic<uint64_t> counter{0};
+  return "lci-" + std::to_string(::getpid()) + "-" + std::to_string(nonce) +
+         "-" + std::to_string(counter.fetch_add(1));
+}
+
 class ofi_device_t final : public device_t
 {
  public:
@@ -55,6 +67,15 @@ class ofi_device_t final : public device_t
     check("fi_endpoint", rc);
     check("fi_ep_bind(av)", fi_ep_bind(ep_, &av_->fid, 0));
     check("fi_ep_bind(cq)", fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV));
+    if (std::strcmp(info->fabric_attr->prov_name, "shm") == 0) {
+      // shm names its region "<pid>:<domain>:<endpoint>" by default; a
+      // process that died without closing leaves that file behind, and a
+      // later process with the same pid cannot enable its endpoint (EBUSY).
+      // A name with a per-process nonce never collides.
+      std::string name = unique_shm_name();
+      check("fi_setname", fi_setname(&ep_->fid, const_cast<char*>(name.c_str()),
+                                     name.size() + 1));
+    }
     check("fi_enable", fi_enable(ep_));
   }
 
