@@ -1,5 +1,6 @@
 // Multi-process check: every rank sends to every rank (itself included)
-// send/recv messages and active messages of every protocol-boundary size,
+// send/recv messages and active messages of every protocol-boundary size
+// (inject, eager, rendezvous),
 // through the default device and through a second device, and checks every
 // byte, every status field, and that each completion fires exactly once.
 // Exit status 0 on success. Run with lcrun -n N.
@@ -186,7 +187,9 @@ int main()
     rank = lci::get_rank_me();
     size_t inject = lci::get_g_runtime().get_attr_max_inject_size();
     size_t eager = lci::get_max_bcopy_size();
-    std::vector<size_t> sizes = {0, 1, 8, inject, inject + 1, 1000, eager};
+    // up to the eager limit, and above it (rendezvous)
+    std::vector<size_t> sizes = {0,    1,     8,         inject, inject + 1,
+                                 1000, eager, eager + 1, 65536,  1 << 20};
 
     run_round(lci::get_default_device(), sizes, 1);
     lci::device_t dev = lci::alloc_device();

@@ -104,6 +104,14 @@ struct param_t {
   size_t max_msg_size;       // 0: the backend's
 };
 
+// for gtest's messages
+void PrintTo(const param_t& p, std::ostream* os)
+{
+  *os << op_name(p.op) << " " << size_name(p.size) << " " << p.threads
+      << " threads " << p.provider << " rdv " << p.rdv_protocol
+      << " max_msg_size " << p.max_msg_size;
+}
+
 std::string param_name(const ::testing::TestParamInfo<param_t>& info)
 {
   const param_t& p = info.param;

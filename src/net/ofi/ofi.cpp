@@ -6,9 +6,12 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <string>
 
 #include "util/error.hpp"
 #include "util/spinlock.hpp"
@@ -33,6 +36,15 @@ template <typename T>
 void close_fid(T* obj)
 {
   if (obj) fi_close(&obj->fid);
+}
+
+std::string unique_shm_name()
+{
+  static const uint64_t nonce = static_cast<uint64_t>(
+      std::chrono::steady_clock::now().time_since_epoch().count());
+  static std::atomic<uint64_t> counter{0};
+  return "lci-" + std::to_string(::getpid()) + "-" + std::to_string(nonce) +
+         "-" + std::to_string(counter.fetch_add(1));
 }
 
 class ofi_device_t final : public device_t
@@ -66,30 +78,24 @@ class ofi_device_t final : public device_t
     fi_av_attr av_attr{};
     av_attr.type = FI_AV_TABLE;
     check("fi_av_open", fi_av_open(domain, &av_attr, &av_, nullptr));
-    // Two attempts: the shm provider names its region "<pid>:<n>:<m>"; a
-    // process killed by SIGKILL leaves its region in /dev/shm, and when a
-    // later process gets the same pid, fi_enable finds the name taken by a
-    // "live" pid (itself), removes the stale region and fails with EBUSY.
-    // A second endpoint (a new name, the stale one gone) then works.
-    for (int attempt = 0;; ++attempt) {
-      fi_info* ep_info = fi_dupinfo(info);
-      ep_info->tx_attr->size = attr.net_max_sends;
-      ep_info->rx_attr->size = attr.net_max_recvs;
-      int rc = fi_endpoint(domain, ep_info, &ep_, nullptr);
-      fi_freeinfo(ep_info);
-      check("fi_endpoint", rc);
-      check("fi_ep_bind(av)", fi_ep_bind(ep_, &av_->fid, 0));
-      check("fi_ep_bind(cq)",
-            fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV));
-      rc = fi_enable(ep_);
-      if (rc == -FI_EBUSY && attempt == 0) {
-        close_fid(ep_);
-        ep_ = nullptr;
-        continue;
-      }
-      check("fi_enable", rc);
-      break;
+    fi_info* ep_info = fi_dupinfo(info);
+    ep_info->tx_attr->size = attr.net_max_sends;
+    ep_info->rx_attr->size = attr.net_max_recvs;
+    int rc = fi_endpoint(domain, ep_info, &ep_, nullptr);
+    fi_freeinfo(ep_info);
+    check("fi_endpoint", rc);
+    check("fi_ep_bind(av)", fi_ep_bind(ep_, &av_->fid, 0));
+    check("fi_ep_bind(cq)", fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV));
+    if (std::strcmp(info->fabric_attr->prov_name, "shm") == 0) {
+      // shm names its region "<pid>:<domain>:<endpoint>" by default; a
+      // process that died without closing leaves that file behind, and a
+      // later process with the same pid cannot enable its endpoint (EBUSY).
+      // A name with a per-process nonce never collides.
+      std::string name = unique_shm_name();
+      check("fi_setname", fi_setname(&ep_->fid, const_cast<char*>(name.c_str()),
+                                     name.size() + 1));
     }
+    check("fi_enable", fi_enable(ep_));
   }
 
   void close()
