@@ -9,9 +9,11 @@
 //
 // Operations (--op): sendrecv (post_send / post_recv), am (post_am to the
 // peer thread's registered completion queue; the receiver frees the
-// buffer). A put mode belongs in op_t, send_n and wait_recvs once post_put
-// exists: the initiator puts with a remote completion and the target pops
-// that completion like an active message.
+// buffer), put (post_put with a signal into the peer's registered receive
+// buffer: the peer pops the signal from its thread's completion queue like
+// an active message; each channel ships the rmr of its receive buffer to
+// its peer in a message when it is made, and the peer takes it before its
+// first put).
 //
 // Sizes above the eager limit need the rendezvous protocol; each size is
 // first tried on a message to this rank itself, and a size the library
@@ -48,7 +50,7 @@ lci::status_t post_until_accepted(Op&& op, lci::device_t dev)
 class lci_transport_t
 {
  public:
-  enum class op_t { sendrecv, am };
+  enum class op_t { sendrecv, am, put };
 
   class channel_t
   {
@@ -70,9 +72,14 @@ class lci_transport_t
       send_cq_ = lci::alloc_cq();
       recv_cq_ = lci::alloc_cq();
       recv_sync_ = lci::alloc_sync();
+      if (op_ == op_t::put) exchange_rmr();
     }
     ~channel_t()
     {
+      if (op_ == op_t::put) {
+        lci::deregister_memory(&rmr_mr_);
+        lci::free_comp(&rmr_sync_);
+      }
       lci::free_comp(&send_cq_);
       lci::free_comp(&recv_cq_);
       lci::free_comp(&recv_sync_);
@@ -96,6 +103,15 @@ class lci_transport_t
 
     void wait_recvs(long n)
     {
+      if (op_ == op_t::put) {  // a put's signal: the data is in rbuf_
+        for (long got = 0; got < n;) {
+          if (lci::cq_pop(am_cq_).is_retry())
+            progress();
+          else
+            ++got;
+        }
+        return;
+      }
       if (op_ == op_t::am) {
         for (long got = 0; got < n;) {
           lci::status_t s = lci::cq_pop(am_cq_);
@@ -127,7 +143,13 @@ class lci_transport_t
       long pending = 0;
       for (long i = 0; i < n; ++i) {
         lci::status_t s;
-        if (op_ == op_t::am)
+        if (op_ == op_t::put)
+          s = post_until_accepted(lci::post_put_x(peer_, sbuf_.data(), size,
+                                                  send_cq_, 0, peer_rmr())
+                                      .remote_comp(peer_rcomp_)
+                                      .device(send_dev_),
+                                  dev_);
+        else if (op_ == op_t::am)
           s = post_until_accepted(
               lci::post_am_x(peer_, sbuf_.data(), size, send_cq_, peer_rcomp_)
                   .device(send_dev_),
@@ -148,7 +170,36 @@ class lci_transport_t
     }
 
    private:
+    static constexpr lci::tag_t kRmrTag = 0x524d52'00ull;  // "RMR" + thread
+
     void progress() { lci::progress_x().device(dev_)(); }
+
+    // Registers the receive buffer and ships its rmr to the peer channel
+    // (tag kRmrTag + this thread); the peer's rmr is received meanwhile and
+    // waited for at the first put (peer_rmr), when every channel exists.
+    void exchange_rmr()
+    {
+      rmr_mr_ = lci::register_memory(rbuf_.data(), rbuf_.size());
+      my_rmr_ = lci::get_rmr(rmr_mr_);
+      rmr_sync_ = lci::alloc_sync();
+      post_until_accepted(lci::post_recv_x(peer_, &peer_rmr_, sizeof(peer_rmr_),
+                                           kRmrTag + peer_tag_, rmr_sync_)
+                              .device(dev_),
+                          dev_);
+      post_until_accepted(lci::post_send_x(peer_, &my_rmr_, sizeof(my_rmr_),
+                                           kRmrTag + my_tag_, lci::COMP_NULL)
+                              .device(send_dev_),
+                          dev_);
+    }
+
+    const lci::rmr_t& peer_rmr()
+    {
+      if (!have_peer_rmr_) {
+        while (!lci::sync_test(rmr_sync_, nullptr)) progress();
+        have_peer_rmr_ = true;
+      }
+      return peer_rmr_;
+    }
 
     op_t op_;
     lci::device_t dev_, send_dev_;
@@ -160,9 +211,16 @@ class lci_transport_t
     lci::comp_t send_cq_, recv_cq_, recv_sync_;
     bool use_sync_ = true;
     long pending_recvs_ = 0;
+    lci::mr_t rmr_mr_;
+    lci::rmr_t my_rmr_, peer_rmr_;
+    lci::comp_t rmr_sync_;
+    bool have_peer_rmr_ = false;
   };
 
-  static std::vector<std::string> op_names() { return {"sendrecv", "am"}; }
+  static std::vector<std::string> op_names()
+  {
+    return {"sendrecv", "am", "put"};
+  }
 
   lci_transport_t()
   {
@@ -189,7 +247,7 @@ class lci_transport_t
 
   void setup(const options_t& o)
   {
-    op_ = o.op == "am" ? op_t::am : op_t::sendrecv;
+    op_ = o.op == "am" ? op_t::am : o.op == "put" ? op_t::put : op_t::sendrecv;
     shared_ = o.shared;
     int ndev = busy() ? 2 : (o.shared ? 0 : o.threads);
     for (int i = 0; i < ndev; ++i) devs_.push_back(lci::alloc_device());
@@ -197,7 +255,7 @@ class lci_transport_t
     // on every rank so the handles agree: the probe's, then one per thread
     probe_am_cq_ = lci::alloc_cq();
     probe_rcomp_ = lci::register_rcomp(probe_am_cq_);
-    for (int t = 0; op_ == op_t::am && t < o.threads; ++t) {
+    for (int t = 0; op_ != op_t::sendrecv && t < o.threads; ++t) {
       am_cqs_.push_back(lci::alloc_cq());
       rcomps_.push_back(lci::register_rcomp(am_cqs_.back()));
     }
@@ -209,9 +267,10 @@ class lci_transport_t
     lci::device_t dev = device_of(l.thread);
     lci::device_t send_dev =
         nranks_ == 1 && !l.self ? device_of(l.peer_thread) : dev;
-    lci::comp_t am_cq = op_ == op_t::am ? am_cqs_[l.thread] : lci::comp_t();
+    const bool signalled = op_ != op_t::sendrecv;
+    lci::comp_t am_cq = signalled ? am_cqs_[l.thread] : lci::comp_t();
     lci::rcomp_t peer_rcomp =
-        op_ == op_t::am ? rcomps_[l.peer_thread] : lci::RCOMP_NULL;
+        signalled ? rcomps_[l.peer_thread] : lci::RCOMP_NULL;
     return std::unique_ptr<channel_t>(
         new channel_t(op_, dev, send_dev, l.peer_rank, l.thread, l.peer_thread,
                       am_cq, peer_rcomp, max_size));
@@ -225,9 +284,17 @@ class lci_transport_t
     lci::device_t dev = lci::get_default_device();
     std::vector<char> sbuf(size > 0 ? size : 1), rbuf(sbuf.size());
     lci::comp_t cq = lci::alloc_cq();
+    lci::mr_t mr;
     lci::status_t s;
     try {
-      if (op_ == op_t::am)
+      if (op_ == op_t::put) {
+        mr = lci::register_memory(rbuf.data(), rbuf.size());
+        s = post_until_accepted(
+            lci::post_put_x(rank_, sbuf.data(), size, cq, 0, lci::get_rmr(mr))
+                .remote_comp(probe_rcomp_)
+                .device(dev),
+            dev);
+      } else if (op_ == op_t::am)
         s = post_until_accepted(
             lci::post_am_x(rank_, sbuf.data(), size, cq, probe_rcomp_)
                 .device(dev),
@@ -238,20 +305,22 @@ class lci_transport_t
             dev);
     } catch (const lci::fatal_error& e) {
       *why = e.what();
+      if (!mr.is_empty()) lci::deregister_memory(&mr);
       lci::free_comp(&cq);
       return false;
     }
-    if (op_ == op_t::am) {
+    if (op_ != op_t::sendrecv) {
       lci::status_t r;
       while ((r = lci::cq_pop(probe_am_cq_)).is_retry())
         lci::progress_x().device(dev)();
-      std::free(r.buffer);
+      if (op_ == op_t::am) std::free(r.buffer);
     } else {
       lci::post_recv_x(rank_, rbuf.data(), size, tag, lci::COMP_NULL)
           .device(dev)();
     }
     if (s.is_posted())
       while (lci::cq_pop(cq).is_retry()) lci::progress_x().device(dev)();
+    if (!mr.is_empty()) lci::deregister_memory(&mr);
     lci::free_comp(&cq);
     return true;
   }
@@ -263,6 +332,7 @@ class lci_transport_t
 
   std::string protocol(size_t size) const
   {
+    if (op_ == op_t::put) return "rma";  // an RDMA write, then the signal
     if (size <= lci::get_g_runtime().get_attr_max_inject_size())
       return "inject";
     if (size <= lci::get_max_bcopy_size()) return "eager";
