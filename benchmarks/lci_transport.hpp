@@ -250,7 +250,19 @@ class lci_transport_t
     op_ = o.op == "am" ? op_t::am : o.op == "put" ? op_t::put : op_t::sendrecv;
     shared_ = o.shared;
     int ndev = busy() ? 2 : (o.shared ? 0 : o.threads);
-    for (int i = 0; i < ndev; ++i) devs_.push_back(lci::alloc_device());
+    // dedicated: each thread's device has its own packet pool as well, the
+    // replicated setup the library recommends (nothing shared but the
+    // runtime); LCI_BENCH_SHARED_POOL=1 keeps the runtime's default pool
+    const char* sp = std::getenv("LCI_BENCH_SHARED_POOL");
+    const bool own_pools = !busy() && !(sp && std::string(sp) == "1");
+    for (int i = 0; i < ndev; ++i) {
+      if (own_pools) {
+        pools_.push_back(lci::alloc_packet_pool());
+        devs_.push_back(lci::alloc_device_x().packet_pool(pools_.back())());
+      } else {
+        devs_.push_back(lci::alloc_device());
+      }
+    }
     // completion queues for active messages, registered in the same order
     // on every rank so the handles agree: the probe's, then one per thread
     probe_am_cq_ = lci::alloc_cq();
@@ -371,6 +383,8 @@ class lci_transport_t
     lci::free_comp(&probe_am_cq_);
     for (auto& d : devs_) lci::free_device(&d);
     devs_.clear();
+    for (auto& p : pools_) lci::free_packet_pool(&p);
+    pools_.clear();
   }
 
  private:
@@ -391,6 +405,7 @@ class lci_transport_t
   bool shared_ = false;
   long busy_owner_us_ = -1;
   std::vector<lci::device_t> devs_;
+  std::vector<lci::packet_pool_t> pools_;
   lci::comp_t probe_am_cq_;
   lci::rcomp_t probe_rcomp_ = lci::RCOMP_NULL;
   std::vector<lci::comp_t> am_cqs_;
