@@ -62,6 +62,11 @@ case $launcher in
     [ "$launcher" = hydra-port ] && port=-pmi-port
     MPIEXEC_TIMEOUT=$seconds
     export MPIEXEC_TIMEOUT
+    # hydra leaves SIGPIPE at its default: when a rank dies while hydra
+    # writes a PMI reply to it, hydra itself is killed silently (status
+    # 141). Ignored here (inherited through exec), the write fails with
+    # EPIPE and hydra reports the dead rank and ends the job.
+    trap '' PIPE
     set -- "$hydra" -iface lo $port -n "$nranks" "$@"
     ;;
   mpirun)
