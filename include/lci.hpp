@@ -175,6 +175,30 @@ typedef matching_entry_key_t (*matching_engine_make_key_t)(
 
 typedef void (*comp_handler_t)(status_t status);
 
+// Collectives (barrier, broadcast, reduce, allreduce, reduce_scatter,
+// allgather, alltoall). A reduction operator computes dst[i] = left[i] op
+// right[i] for the n items of the call (dst may be left or right); it must
+// be associative and commutative.
+typedef void (*reduce_op_t)(const void* left, const void* right, void* dst,
+                            size_t n);
+// A collective's algorithm (its `algorithm` option); none lets the library
+// choose by size and rank count (docs/COLLECTIVES.md).
+//   direct  every rank exchanges with every rank it needs at once
+//   tree    binomial tree (broadcast); recursive doubling (allreduce);
+//           binomial reduce to rank 0 and direct scatter (reduce_scatter)
+//   ring    pipelined chain (broadcast); ring reduce-scatter, then ring
+//           allgather (allreduce); ring (reduce_scatter, allgather)
+enum class broadcast_algorithm_t { none, direct, tree, ring };
+enum class allreduce_algorithm_t {
+  none,
+  direct,
+  tree,
+  ring,
+  recursive_doubling = tree
+};
+enum class reduce_scatter_algorithm_t { none, direct, tree, ring };
+enum class allgather_algorithm_t { none, direct, ring };
+
 // Completion graphs: a node runs `status_t fn(void* value)`; its value is
 // freed with `free_cb(value)`; an edge may run `fn(status, src, dst)`.
 typedef void* graph_node_t;

@@ -134,6 +134,14 @@ RESOURCES = [
 RT = opt("runtime_t", "runtime", "runtime_t()")
 DEV = opt("device_t", "device", "device_t()")
 
+# the optional arguments of every collective: `comp` makes it nonblocking
+# (signalled once with status done and `user_context` when complete);
+# `matching_engine` defaults to the runtime's collective engine
+COLL = [RT, DEV,
+        opt("matching_engine_t", "matching_engine", "matching_engine_t()"),
+        opt("comp_t", "comp", "comp_t()"),
+        opt("void*", "user_context", "nullptr")]
+
 OPS = [
     # runtime lifecycle
     op("alloc_runtime", "runtime_t", attrs_of="runtime",
@@ -299,6 +307,51 @@ OPS = [
        sugar=("post_comm", {"direction": "direction_t::IN"}),
        doc="post_comm(IN, ...) with a remote buffer: RMA get (with "
        ".remote_comp(): get with signal)"),
+    # collectives (src/coll, docs/COLLECTIVES.md): blocking unless `comp`
+    # is given; every rank calls the collectives of one matching engine in
+    # the same order
+    op("barrier", "void", COLL,
+       doc="dissemination barrier over the runtime's ranks"),
+    op("broadcast", "void", [
+        pos("void*", "buffer"), pos("size_t", "size"), pos("int", "root")]
+       + COLL + [opt("broadcast_algorithm_t", "algorithm",
+                     "broadcast_algorithm_t::none")],
+       doc="copy root's `size` bytes at `buffer` into every rank's buffer"),
+    op("reduce", "void", [
+        pos("const void*", "sendbuf"), pos("void*", "recvbuf"),
+        pos("size_t", "count"), pos("size_t", "item_size"),
+        pos("reduce_op_t", "op"), pos("int", "root")] + COLL,
+       doc="root's recvbuf = op over every rank's `count` items of "
+       "`item_size` bytes (binomial tree); recvbuf is used at root only "
+       "and may equal sendbuf"),
+    op("allreduce", "void", [
+        pos("const void*", "sendbuf"), pos("void*", "recvbuf"),
+        pos("size_t", "count"), pos("size_t", "item_size"),
+        pos("reduce_op_t", "op")]
+       + COLL + [opt("allreduce_algorithm_t", "algorithm",
+                     "allreduce_algorithm_t::none")],
+       doc="every rank's recvbuf = op over every rank's sendbuf (recvbuf "
+       "may equal sendbuf); every rank gets the same bytes"),
+    op("reduce_scatter", "void", [
+        pos("const void*", "sendbuf"), pos("void*", "recvbuf"),
+        pos("size_t", "recvcount"), pos("size_t", "item_size"),
+        pos("reduce_op_t", "op")]
+       + COLL + [opt("reduce_scatter_algorithm_t", "algorithm",
+                     "reduce_scatter_algorithm_t::none")],
+       doc="sendbuf holds rank_n blocks of `recvcount` items; rank i's "
+       "recvbuf = op over every rank's block i"),
+    op("allgather", "void", [
+        pos("const void*", "sendbuf"), pos("void*", "recvbuf"),
+        pos("size_t", "size")]
+       + COLL + [opt("allgather_algorithm_t", "algorithm",
+                     "allgather_algorithm_t::none")],
+       doc="recvbuf (rank_n x size bytes) = every rank's `size` bytes, in "
+       "rank order"),
+    op("alltoall", "void", [
+        pos("const void*", "sendbuf"), pos("void*", "recvbuf"),
+        pos("size_t", "size")] + COLL,
+       doc="block j (size bytes) of rank i's sendbuf lands in block i of "
+       "rank j's recvbuf"),
     op("progress", "error_t", [RT, DEV],
        doc="make progress on a device: done if it did work, retry if not"),
     op("test_drained", "error_t", [RT, DEV],

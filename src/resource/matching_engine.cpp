@@ -481,6 +481,7 @@ void free_matching_engine_x::call_impl(matching_engine_t* matching_engine,
   if (rt->matching_engines.get(me->index, nullptr) == me)
     rt->matching_engines.put(me->index, nullptr);
   if (rt->default_me == me) rt->default_me = nullptr;
+  if (rt->coll_me == me) rt->coll_me = nullptr;
   // unexpected messages give their packets back; pending receives vanish
   me->clear([](void* v, matching_engine_impl_t::type_t type) {
     if (type == matching_engine_impl_t::type_t::send)

@@ -159,6 +159,9 @@ class matching_engine_impl_t
   runtime_impl_t* runtime = nullptr;
   uint32_t index = 0;  // its number in the runtime, carried by sends
   make_key_fn_t make_key_fn = nullptr;
+  // collectives posted on this engine so far: the sequence number that
+  // keeps the tags of successive collectives apart (src/coll)
+  std::atomic<uint64_t> coll_seq{0};
 
  private:
   struct node_t {

@@ -121,12 +121,18 @@ runtime_t alloc_runtime_x::call_impl(const runtime_attr_t& attr)
                            .npackets(attr.npackets)()
                            .p_impl;
     rt->default_me = alloc_matching_engine_x().runtime(runtime)().p_impl;
+    rt->coll_me =
+        alloc_matching_engine_x().runtime(runtime).num_buckets(1024)().p_impl;
     if (attr.alloc_default_device)
       rt->default_device = alloc_device_x().runtime(runtime)().p_impl;
   } catch (...) {
     if (rt->default_device) {
       device_t d(rt->default_device);
       free_device_x(&d).runtime(runtime)();
+    }
+    if (rt->coll_me) {
+      matching_engine_t m(rt->coll_me);
+      free_matching_engine_x(&m).runtime(runtime)();
     }
     if (rt->default_me) {
       matching_engine_t m(rt->default_me);
@@ -154,6 +160,8 @@ void free_runtime_x::call_impl(runtime_t* runtime)
     device_t d(rt->default_device);
     free_device_x(&d).runtime (*runtime)();
   }
+  matching_engine_t c(rt->coll_me);
+  free_matching_engine_x(&c).runtime (*runtime)();
   matching_engine_t m(rt->default_me);
   free_matching_engine_x(&m).runtime (*runtime)();
   packet_pool_t p(rt->default_pool);

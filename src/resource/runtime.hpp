@@ -58,6 +58,9 @@ class runtime_impl_t
 
   packet_pool_impl_t* default_pool = nullptr;
   matching_engine_impl_t* default_me = nullptr;
+  // the engine of collectives that name none (allocated right after
+  // default_me, so its index agrees on every rank)
+  matching_engine_impl_t* coll_me = nullptr;
   device_impl_t* default_device = nullptr;
 
   // remote completions by rcomp_t; matching engines by their index
