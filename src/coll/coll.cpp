@@ -35,6 +35,7 @@
 #include "resource/matching_engine.hpp"
 #include "resource/runtime.hpp"
 #include "util/error.hpp"
+#include "util/idle.hpp"
 
 namespace lci
 {
@@ -410,8 +411,10 @@ class coll_t
     graph_ = comp_t();
     graph_start(g);
     if (!wait) return;
+    // progress until done, yielding when idle (util/idle.hpp)
+    util::idle_wait_t idle;
     while (!wait->done.load(std::memory_order_acquire))
-      progress_x().runtime(runtime_).device(device_)();
+      idle.polled(progress_x().runtime(runtime_).device(device_)().is_done());
     if (!wait->error.empty()) throw fatal_error(wait->error);
   }
 

@@ -20,6 +20,7 @@
 #include "resource/packet_pool.hpp"
 #include "resource/runtime.hpp"
 #include "util/error.hpp"
+#include "util/idle.hpp"
 
 namespace lci
 {
@@ -195,7 +196,8 @@ status_t post_in_blocking(const post_args_t& a)
     return s;
   }
   try {
-    while (!comp->test(&s)) progress_device(a.dev);
+    util::idle_wait_t idle;
+    while (!comp->test(&s)) idle.polled(progress_device(a.dev).is_done());
   } catch (...) {
     auto key = a.me->key(a.rank, a.tag, a.policy);
     if (a.me->remove(key, recv, matching_engine_impl_t::type_t::recv)) {
@@ -252,6 +254,7 @@ status_t post_blocking(post_args_t a, path_t path, direction_t dir,
   status_t s;
   bool posted = false;
   try {
+    util::idle_wait_t idle;
     for (;;) {
       s = post_once(a, path, dir, comp);
       if (!s.is_retry()) break;
@@ -259,14 +262,14 @@ status_t post_blocking(post_args_t a, path_t path, direction_t dir,
         delete comp;
         return s;
       }
-      progress_device(a.dev);
+      idle.polled(progress_device(a.dev).is_done());
     }
     if (s.is_done()) {
       delete comp;
       return s;
     }
     posted = true;
-    while (!comp->test(&s)) progress_device(a.dev);
+    while (!comp->test(&s)) idle.polled(progress_device(a.dev).is_done());
   } catch (...) {
     if (posted)
       comp->abandon();

@@ -18,6 +18,7 @@
 #include "resource/packet_pool.hpp"
 #include "resource/runtime.hpp"
 #include "util/error.hpp"
+#include "util/idle.hpp"
 
 namespace lci
 {
@@ -270,8 +271,12 @@ void drain_device(device_impl_t* dev)
 
 void wait_sync(sync_impl_t* sync, device_impl_t* dev, status_t* p_out)
 {
+  util::idle_wait_t idle;
   while (!sync->test(p_out)) {
-    if (dev) progress_device(dev);
+    if (dev)
+      idle.polled(progress_device(dev).is_done());
+    else
+      idle.polled(false);
   }
 }
 
