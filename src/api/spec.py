@@ -94,6 +94,11 @@ RESOURCES = [
              "largest single RDMA transfer of a rendezvous, put or get; "
              "larger ones are split (0: the backend's maximum; clamped to it; "
              "after allocation the attribute reports the value in force)"),
+        attr("size_t", "idle_spins", 64,
+             "progress polls in a row that find nothing before a blocking "
+             "call (sync_wait, a blocking post, a blocking collective) "
+             "yields the core once (sched_yield); 0 never yields. Yielding "
+             "matters when ranks outnumber cores"),
         attr("bool", "register_local", False,
              "register the unregistered local buffer of every rendezvous, "
              "put and get on the fly, even when the backend does not need "

@@ -412,7 +412,7 @@ class coll_t
     graph_start(g);
     if (!wait) return;
     // progress until done, yielding when idle (util/idle.hpp)
-    util::idle_wait_t idle;
+    util::idle_wait_t idle(runtime_.p_impl->attr.idle_spins);
     while (!wait->done.load(std::memory_order_acquire))
       idle.polled(progress_x().runtime(runtime_).device(device_)().is_done());
     if (!wait->error.empty()) throw fatal_error(wait->error);

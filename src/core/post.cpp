@@ -196,7 +196,7 @@ status_t post_in_blocking(const post_args_t& a)
     return s;
   }
   try {
-    util::idle_wait_t idle;
+    util::idle_wait_t idle(a.dev->runtime->attr.idle_spins);
     while (!comp->test(&s)) idle.polled(progress_device(a.dev).is_done());
   } catch (...) {
     auto key = a.me->key(a.rank, a.tag, a.policy);
@@ -254,7 +254,7 @@ status_t post_blocking(post_args_t a, path_t path, direction_t dir,
   status_t s;
   bool posted = false;
   try {
-    util::idle_wait_t idle;
+    util::idle_wait_t idle(a.dev->runtime->attr.idle_spins);
     for (;;) {
       s = post_once(a, path, dir, comp);
       if (!s.is_retry()) break;

@@ -271,7 +271,7 @@ void drain_device(device_impl_t* dev)
 
 void wait_sync(sync_impl_t* sync, device_impl_t* dev, status_t* p_out)
 {
-  util::idle_wait_t idle;
+  util::idle_wait_t idle(dev ? dev->runtime->attr.idle_spins : 64);
   while (!sync->test(p_out)) {
     if (dev)
       idle.polled(progress_device(dev).is_done());

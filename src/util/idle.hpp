@@ -1,6 +1,7 @@
 // The busy-wait policy of every blocking call (sync_wait, blocking posts,
-// blocking collectives): poll progress; after kIdleSpins polls in a row
-// that found nothing to do, give the core away once (sched_yield). With a
+// blocking collectives): poll progress; after `idle_spins` (a runtime
+// attribute, 64 by default) polls in a row that found nothing to do, give
+// the core away once (sched_yield). With a
 // core per rank a wait that has work never yields and an idle one costs one
 // system call per kIdleSpins polls; with more ranks than cores a pure spin
 // would hold the core for a whole time slice while the peer it waits for
@@ -9,6 +10,7 @@
 #ifndef LCI_UTIL_IDLE_HPP
 #define LCI_UTIL_IDLE_HPP
 
+#include <cstddef>
 #include <thread>
 
 namespace lci::util
@@ -17,20 +19,22 @@ namespace lci::util
 class idle_wait_t
 {
  public:
-  static constexpr int kIdleSpins = 64;
+  // spins: the runtime's idle_spins attribute (0: never yield)
+  explicit idle_wait_t(size_t spins) : spins_(spins) {}
   // after each poll: did it find work?
   void polled(bool did_work)
   {
     if (did_work) {
       idle_ = 0;
-    } else if (++idle_ >= kIdleSpins) {
+    } else if (spins_ && ++idle_ >= spins_) {
       idle_ = 0;
       std::this_thread::yield();
     }
   }
 
  private:
-  int idle_ = 0;
+  size_t spins_;
+  size_t idle_ = 0;
 };
 
 }  // namespace lci::util
