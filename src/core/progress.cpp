@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <mutex>
+#include <vector>
 
 #include "comp/counter.hpp"
 #include "comp/sync.hpp"
@@ -22,6 +24,40 @@
 
 namespace lci
 {
+
+void deliver_to_engine(matching_engine_impl_t* me, packet_t* pkt)
+{
+  msg_header_t hdr;
+  std::memcpy(&hdr, pkt->data(), sizeof(hdr));
+  auto key = me->key(hdr.rank, hdr.tag, hdr.policy());
+  void* recv = me->insert(key, pkt, matching_engine_impl_t::type_t::send);
+  if (recv) complete_recv(static_cast<recv_t*>(recv), pkt, true);
+}
+
+void adopt_early_sends(runtime_impl_t* rt, matching_engine_impl_t* me)
+{
+  std::vector<packet_t*> mine;
+  {
+    std::lock_guard<std::mutex> lock(rt->early_mu);
+    auto& list = rt->early_sends;
+    size_t kept = 0;
+    for (auto& e : list) {
+      if (e.first == me->index)
+        mine.push_back(e.second);
+      else
+        list[kept++] = e;
+    }
+    list.resize(kept);
+  }
+  for (packet_t* pkt : mine) deliver_to_engine(me, pkt);
+}
+
+void drop_early_sends(runtime_impl_t* rt)
+{
+  std::lock_guard<std::mutex> lock(rt->early_mu);
+  for (auto& e : rt->early_sends) packet_pool_impl_t::put(e.second);
+  rt->early_sends.clear();
+}
 namespace
 {
 
@@ -83,17 +119,27 @@ void deliver_am(runtime_impl_t* rt, const msg_header_t& hdr, packet_t* pkt,
 void deliver_send(runtime_impl_t* rt, const msg_header_t& hdr, packet_t* pkt,
                   size_t size)
 {
+  pkt->length = size;
   matching_engine_impl_t* me = rt->matching_engines.get(hdr.aux(), nullptr);
   if (!me) {
-    packet_pool_impl_t::put(pkt);
-    util::throw_fatal("progress: a message from rank ", hdr.rank,
-                      " targets matching engine ", hdr.aux(),
-                      ", which does not exist here");
+    // Not allocated here yet: kept until it is (alloc_matching_engine
+    // checks the list after publishing the engine, so re-check under the
+    // lock). An index below the count was allocated and freed: an error.
+    std::unique_lock<std::mutex> lock(rt->early_mu);
+    me = rt->matching_engines.get(hdr.aux(), nullptr);
+    if (!me) {
+      if (hdr.aux() >= rt->matching_engines.size()) {
+        rt->early_sends.emplace_back(hdr.aux(), pkt);
+        return;
+      }
+      lock.unlock();
+      packet_pool_impl_t::put(pkt);
+      util::throw_fatal("progress: a message from rank ", hdr.rank,
+                        " targets matching engine ", hdr.aux(),
+                        ", which was freed here");
+    }
   }
-  pkt->length = size;
-  auto key = me->key(hdr.rank, hdr.tag, hdr.policy());
-  void* recv = me->insert(key, pkt, matching_engine_impl_t::type_t::send);
-  if (recv) complete_recv(static_cast<recv_t*>(recv), pkt, true);
+  deliver_to_engine(me, pkt);
 }
 
 void deliver(device_impl_t* dev, packet_t* pkt, size_t len)

@@ -10,6 +10,21 @@ namespace lci
 {
 
 class sync_impl_t;
+class matching_engine_impl_t;
+class runtime_impl_t;
+struct packet_t;
+
+// An arrived send (its packet) into a matching engine: matched with a
+// waiting receive, or left there as an unexpected message.
+void deliver_to_engine(matching_engine_impl_t* me, packet_t* pkt);
+
+// Sends that arrived before this rank allocated engine `me` (a peer
+// allocated its engine of that index first) go to `me`, oldest first;
+// called by alloc_matching_engine once the engine is published.
+void adopt_early_sends(runtime_impl_t* rt, matching_engine_impl_t* me);
+
+// Returns the packets of early sends whose engine never came (free_runtime).
+void drop_early_sends(runtime_impl_t* rt);
 
 // Poll the device once and react to what completed; keep the receives
 // pre-posted. done if anything happened, retry otherwise.

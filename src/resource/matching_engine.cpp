@@ -449,6 +449,7 @@ void matching_engine_impl_t::clear_impl(void (*f)(void*, void*, type_t),
 // ---- the matching-engine operations -------------------------------------
 
 #include "core/globals.hpp"
+#include "core/progress.hpp"
 #include "core/recv.hpp"
 #include "resource/packet_pool.hpp"
 #include "resource/runtime.hpp"
@@ -466,6 +467,7 @@ matching_engine_t alloc_matching_engine_x::call_impl(
   me->runtime = rt;
   me->index = static_cast<uint32_t>(rt->matching_engines.push_back(me));
   globals::matching_engines().add(me);
+  adopt_early_sends(rt, me);
   return matching_engine_t(me);
 }
 

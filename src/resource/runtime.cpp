@@ -160,6 +160,7 @@ void free_runtime_x::call_impl(runtime_t* runtime)
     device_t d(rt->default_device);
     free_device_x(&d).runtime (*runtime)();
   }
+  drop_early_sends(rt);
   matching_engine_t c(rt->coll_me);
   free_matching_engine_x(&c).runtime (*runtime)();
   matching_engine_t m(rt->default_me);

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include "bootstrap/bootstrap.hpp"
 #include "lci.hpp"
@@ -23,6 +25,7 @@ class device_impl_t;
 class packet_pool_impl_t;
 class matching_engine_impl_t;
 class rdv_ctx_t;
+struct packet_t;
 
 class runtime_impl_t
 {
@@ -66,6 +69,11 @@ class runtime_impl_t
   // remote completions by rcomp_t; matching engines by their index
   util::mpmc_array_t<comp_impl_t*> rcomps;
   util::mpmc_array_t<matching_engine_impl_t*> matching_engines;
+  // Sends that arrived for an engine this rank has not allocated yet (the
+  // peer allocated its k-th engine first), oldest first, by engine index;
+  // alloc_matching_engine hands them to the new engine. Under early_mu.
+  std::mutex early_mu;
+  std::vector<std::pair<uint32_t, packet_t*>> early_sends;
   // every live device, for attentive progress; a slot is cleared when its
   // device is freed, and free waits until no attentive poller is inside
   util::mpmc_array_t<device_impl_t*> devices;
