@@ -458,7 +458,8 @@ int pick_comp(thread_ctx_t& c, bool allow_graph = true)
     int k = static_cast<int>(c.rng() % c_nkinds);
     if (!(g_comps >> k & 1)) continue;
     if (k == c_graph && !allow_graph) continue;
-    if (k == c_counter && c.counter_ops.size() >= 6) continue;
+    // a counter completes its ops in batches: keep the batches small
+    if (k == c_counter && c.counter_ops.size() >= 6) k = c_sync;
     return k;
   }
 }
@@ -566,7 +567,8 @@ bool all_fins(thread_ctx_t& c)
 
 bool finished(thread_ctx_t& c)
 {
-  if (!c.inflight.empty() || !c.to_post.empty() || !all_fins(c)) return false;
+  if (!c.stopped || !c.inflight.empty() || !c.to_post.empty() || !all_fins(c))
+    return false;
   for (int p = 0; p < g_nranks; ++p) {
     if (p == g_rank) continue;
     const fin_t& f = c.fins[p];
@@ -614,8 +616,14 @@ void worker(int t, std::chrono::steady_clock::time_point deadline,
 {
   thread_ctx_t& c = g_ctx[t];
   t_ctx = &c;
+  bool dumped = false;
   while (!finished(c)) {
-    if (std::chrono::steady_clock::now() >= hard_deadline) dump(c);
+    // a stuck thread says what it waits for, 10 s before it gives up
+    if (!dumped && std::chrono::steady_clock::now() >=
+                       hard_deadline - std::chrono::seconds(10)) {
+      dump(c);
+      dumped = true;
+    }
     CHECK(std::chrono::steady_clock::now() < hard_deadline,
           "thread %d: no progress before the hard deadline (inflight %zu)", t,
           c.inflight.size());
@@ -650,6 +658,13 @@ void worker(int t, std::chrono::steady_clock::time_point deadline,
     }
     poll(c);
   }
+  if (std::getenv("SOAK_VERBOSE"))
+    for (int p = 0; p < g_nranks; ++p)
+      if (p != g_rank)
+        std::fprintf(stderr,
+                     "rank %d thread %d done: to %d sent %" PRIu64
+                     ", from %d received %" PRIu64 "\n",
+                     g_rank, t, p, c.sr_sent[p], p, c.sr_recv_done[p]);
   // drain: nothing of this thread may remain in flight
   lci::wait_drained_x().device(c.dev)();
 }
@@ -760,11 +775,12 @@ int main(int argc, char** argv)
   for (int t = 0; t < kThreads; ++t) {
     thread_ctx_t& c = g_ctx[t];
     c.t = t;
-    c.pool = lci::alloc_packet_pool_x().npackets(24)();
+    const bool big = std::getenv("SOAK_BIG") != nullptr;  // debugging
+    c.pool = lci::alloc_packet_pool_x().npackets(big ? 4096 : 24)();
     c.dev = lci::alloc_device_x()
                 .packet_pool(c.pool)
-                .net_max_sends(4)
-                .net_max_recvs(8)();
+                .net_max_sends(big ? 1024 : 4)
+                .net_max_recvs(big ? 256 : 8)();
     c.cq = lci::alloc_cq();
     c.handler = lci::alloc_handler(&local_handler);
     c.counter = lci::alloc_counter();
