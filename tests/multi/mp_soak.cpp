@@ -558,6 +558,16 @@ void start_random(thread_ctx_t& c)
   }
 }
 
+// Operations this thread started (the stream receives, posted ahead for
+// every peer, do not count).
+size_t active_ops(const thread_ctx_t& c)
+{
+  size_t n = 0;
+  for (const op_t* op : c.inflight) n += !(op->kind == k_sendrecv && op->in);
+  for (const op_t* op : c.to_post) n += !(op->kind == k_sendrecv && op->in);
+  return n;
+}
+
 bool all_fins(thread_ctx_t& c)
 {
   for (int p = 0; p < g_nranks; ++p)
@@ -651,7 +661,7 @@ void worker(int t, std::chrono::steady_clock::time_point deadline,
           post_or_queue(c, op);
           for (uint64_t i = 0; i < kWindow; ++i) send_sr(c, p);
         }
-      } else if (c.inflight.size() + c.to_post.size() < kInflight) {
+      } else if (active_ops(c) < kInflight) {
         ++c.ops_started;
         start_random(c);
       }
