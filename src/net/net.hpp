@@ -13,6 +13,7 @@
 #ifndef LCI_NET_NET_HPP
 #define LCI_NET_NET_HPP
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -121,9 +122,16 @@ class context_t
   // refuses. Any thread.
   virtual mr_t register_memory(void* buf, size_t size, const char* call) = 0;
   virtual void deregister_memory(mr_t* mr) = 0;
+  // Registrations made and not yet released, by any caller (introspection
+  // for tests: a leak check).
+  int64_t count_registered() const
+  {
+    return nregistered_.load(std::memory_order_relaxed);
+  }
 
  protected:
   caps_t caps_;
+  std::atomic<int64_t> nregistered_{0};
 };
 
 // The context of the backend named in attr.backend (only "ofi" today).

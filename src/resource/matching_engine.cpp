@@ -15,6 +15,7 @@
 // nodes are FIFO.
 #include "resource/matching_engine.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <thread>
 
@@ -398,6 +399,28 @@ bool matching_engine_impl_t::remove(const match_key_t& key, void* value,
   }
   unlock_bucket(b, w);
   return found;
+}
+
+size_t matching_engine_impl_t::count_entries()
+{
+  size_t total = 0;
+  for (size_t i = 0; i <= mask_; ++i) {
+    bucket_t& b = buckets_[i];
+    if (b.word.load(std::memory_order_acquire) == 0) continue;
+    uint32_t w = lock_bucket(b);
+    // inline entries: at most two per slot; every overflow node is one more
+    for (int s = 0; s < 3; ++s) total += std::min(count_of(w, s), 2u);
+    if (w & kOverflow) {
+      node_t* last = ext_[i].last;
+      node_t* n = last;
+      do {
+        ++total;
+        n = n->next;
+      } while (n != last);
+    }
+    unlock_bucket(b, w);
+  }
+  return total;
 }
 
 void matching_engine_impl_t::clear_impl(void (*f)(void*, void*, type_t),

@@ -152,6 +152,11 @@ class matching_engine_impl_t
         &f);
   }
 
+  // Entries (sends and receives) waiting now: locks each non-empty bucket
+  // in turn, so exact only when no thread inserts meanwhile (introspection
+  // for tests: a leak check).
+  size_t count_entries();
+
   // Number of overflow nodes allocated so far (a test and tuning aid).
   size_t overflow_nodes_allocated() const;
 

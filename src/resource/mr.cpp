@@ -13,6 +13,12 @@ void mr_registry_t::add(mr_impl_t* mr)
   by_key_[mr->net.rkey] = mr;
 }
 
+size_t mr_registry_t::count()
+{
+  std::lock_guard<std::mutex> g(mu_);
+  return by_key_.size();
+}
+
 void mr_registry_t::remove(mr_impl_t* mr)
 {
   std::lock_guard<std::mutex> g(mu_);

@@ -60,6 +60,8 @@ class mr_registry_t
   mr_impl_t* find(uint64_t rkey);
   // Deregisters and frees every region still registered (free_runtime).
   void release_all();
+  // Regions registered now (introspection for tests).
+  size_t count();
 
  private:
   std::mutex mu_;

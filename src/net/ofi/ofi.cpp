@@ -330,6 +330,7 @@ class ofi_context_t final : public context_t
       util::throw_fatal(call, ": libfabric cannot register ", size,
                         " bytes at ", buf, ": ", fi_strerror(-rc), " (", rc,
                         ")");
+    nregistered_.fetch_add(1, std::memory_order_relaxed);
     mr_t out;
     out.handle = mr;
     out.desc = fi_mr_desc(mr);
@@ -342,7 +343,10 @@ class ofi_context_t final : public context_t
 
   void deregister_memory(mr_t* mr) override
   {
-    if (mr->handle) close_fid(static_cast<fid_mr*>(mr->handle));
+    if (mr->handle) {
+      close_fid(static_cast<fid_mr*>(mr->handle));
+      nregistered_.fetch_sub(1, std::memory_order_relaxed);
+    }
     *mr = mr_t();
   }
 

@@ -1,0 +1,37 @@
+// Internal counters of a runtime's resources, for tests that check nothing
+// leaked (tests/multi/mp_soak.cpp). Not public API: tests that include it
+// add src/ to their include path. Exact only when no thread uses the
+// resources meanwhile.
+#ifndef LCI_CORE_INTROSPECT_HPP
+#define LCI_CORE_INTROSPECT_HPP
+
+#include <cstddef>
+#include <cstdint>
+
+#include "lci.hpp"
+
+namespace lci::introspect
+{
+
+struct counts_t {
+  size_t pool_npackets = 0;       // packets of the pool
+  size_t pool_free = 0;           // packets free in the pool now
+  int64_t recvs_posted = 0;       // receives pre-posted on the device
+  int64_t sends_pending = 0;      // sends of the device in flight
+  int64_t ops_pending = 0;        // puts, gets, rendezvous of the device
+  size_t backlog = 0;             // entries of the device's backlog queue
+  size_t me_entries = 0;          // sends and receives waiting in the engine
+  size_t user_mrs = 0;            // register_memory regions of the runtime
+  int64_t net_registrations = 0;  // backend registrations (user + on the fly)
+  size_t rdv_ctxs = 0;            // rendezvous contexts of the runtime
+};
+
+// Empty handles select the runtime's (or the global runtime's) defaults.
+counts_t get_counts(runtime_t runtime = runtime_t(),
+                    device_t device = device_t(),
+                    packet_pool_t pool = packet_pool_t(),
+                    matching_engine_t engine = matching_engine_t());
+
+}  // namespace lci::introspect
+
+#endif  // LCI_CORE_INTROSPECT_HPP
