@@ -120,6 +120,15 @@ void deliver_send(runtime_impl_t* rt, const msg_header_t& hdr, packet_t* pkt,
                   size_t size)
 {
   pkt->length = size;
+  // Under pressure (half of the device's receives could not be re-posted:
+  // its pool is dry), a message that may wait unmatched gives its packet
+  // back and waits in a heap copy: otherwise unexpected messages can hold
+  // every packet, no receive is re-posted, and the sends that would match
+  // them never arrive.
+  auto* dev = static_cast<device_impl_t*>(pkt->arrived_on);
+  if (dev && dev->nrecvs_posted.load(std::memory_order_relaxed) <
+                 static_cast<int64_t>(dev->attr.net_max_recvs / 2))
+    pkt = packet_pool_impl_t::detach(pkt, sizeof(msg_header_t) + size);
   matching_engine_impl_t* me = rt->matching_engines.get(hdr.aux(), nullptr);
   if (!me) {
     // Not allocated here yet: kept until it is (alloc_matching_engine

@@ -3,6 +3,8 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <new>
 #include <utility>
 
@@ -324,6 +326,11 @@ packet_t* packet_pool_impl_t::steal_into(deque_t* d)
 void packet_pool_impl_t::put(packet_t* p)
 {
   packet_pool_impl_t* pool = p->pool;
+  if (!pool) {  // a detached copy (detach): from the heap
+    p->~packet_t();
+    std::free(p);
+    return;
+  }
   deque_t* d = pool->local();
   d->q.lock();
   d->q.push_tail(p);
@@ -423,6 +430,27 @@ size_t get_max_bcopy_size_x::call_impl(runtime_t runtime,
     pool = resolve_runtime(runtime, "get_max_bcopy_size")->default_pool;
   util::checked(pool, "get_max_bcopy_size");
   return pool->attr.packet_size - sizeof(msg_header_t);
+}
+
+}  // namespace lci
+
+namespace lci
+{
+
+packet_t* packet_pool_impl_t::detach(packet_t* p, size_t bytes)
+{
+  size_t total = (sizeof(packet_t) + bytes + 63) / 64 * 64;
+  void* mem = std::aligned_alloc(64, total);
+  if (!mem) return p;  // keep the pool's packet
+  auto* h = new (mem) packet_t();
+  h->pool = nullptr;
+  h->recv_owner = nullptr;
+  h->length = p->length;
+  h->send_comp = nullptr;
+  h->arrived_on = p->arrived_on;
+  std::memcpy(h->data(), p->data(), bytes);
+  put(p);
+  return h;
 }
 
 }  // namespace lci

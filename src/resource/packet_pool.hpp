@@ -134,6 +134,10 @@ class packet_pool_impl_t
   packet_t* get();
   // Returns p to its pool (p->pool), into the calling thread's deque.
   static void put(packet_t* p);
+  // A heap copy of the first `bytes` of p's data (its pool is nullptr; put
+  // frees it), p going back to its pool; p itself if memory is short. For
+  // messages that wait unmatched while the pool runs dry.
+  static packet_t* detach(packet_t* p, size_t bytes);
 
   // User packets (get_upacket): the payload handed to the user starts this
   // many bytes into the packet's data, leaving room for the wire header in
