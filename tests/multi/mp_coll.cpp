@@ -293,8 +293,8 @@ void test_threads(int nthreads, int iters)
   // Ranks allocate their engines at different times (rank r after r x 50
   // ms of progress) and start at once: messages for an engine not
   // allocated yet at their target arrive there meanwhile and wait for it.
-  auto until = std::chrono::steady_clock::now() +
-               std::chrono::milliseconds(50 * g_rank);
+  auto until =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(50 * g_rank);
   while (std::chrono::steady_clock::now() < until) lci::progress();
   std::vector<lci::matching_engine_t> engines;
   for (int t = 0; t < nthreads; ++t)
