@@ -68,7 +68,7 @@ void refill_recvs(device_impl_t* dev)
   while (dev->nrecvs_posted.load(std::memory_order_relaxed) < max) {
     if (dev->nrecvs_posted.fetch_add(1, std::memory_order_relaxed) >= max) {
       dev->nrecvs_posted.fetch_sub(1, std::memory_order_relaxed);
-      return;
+      break;
     }
     packet_t* p = dev->pool->get();
     if (p) {
@@ -76,10 +76,14 @@ void refill_recvs(device_impl_t* dev)
       if (dev->net->post_recv(p->data(), size, p).is_posted()) continue;
       p->recv_owner = nullptr;
       packet_pool_impl_t::put(p);
+    } else if (!dev->recv_starved.load(std::memory_order_relaxed)) {
+      dev->recv_starved.store(true, std::memory_order_relaxed);
     }
     dev->nrecvs_posted.fetch_sub(1, std::memory_order_relaxed);
     return;
   }
+  if (dev->recv_starved.load(std::memory_order_relaxed))
+    dev->recv_starved.store(false, std::memory_order_relaxed);
 }
 
 // An active message: copy it out of the packet and signal the target's
@@ -120,14 +124,13 @@ void deliver_send(runtime_impl_t* rt, const msg_header_t& hdr, packet_t* pkt,
                   size_t size)
 {
   pkt->length = size;
-  // Under pressure (half of the device's receives could not be re-posted:
-  // its pool is dry), a message that may wait unmatched gives its packet
-  // back and waits in a heap copy: otherwise unexpected messages can hold
-  // every packet, no receive is re-posted, and the sends that would match
-  // them never arrive.
+  // Under pressure (the device's last re-posting of receives found its pool
+  // empty), a message that may wait unmatched gives its packet back and
+  // waits in a heap copy: otherwise unexpected messages can hold every
+  // packet, no receive is re-posted, and the sends that would match them
+  // never arrive.
   auto* dev = static_cast<device_impl_t*>(pkt->arrived_on);
-  if (dev && dev->nrecvs_posted.load(std::memory_order_relaxed) <
-                 static_cast<int64_t>(dev->attr.net_max_recvs / 2))
+  if (dev && dev->recv_starved.load(std::memory_order_relaxed))
     pkt = packet_pool_impl_t::detach(pkt, sizeof(msg_header_t) + size);
   matching_engine_impl_t* me = rt->matching_engines.get(hdr.aux(), nullptr);
   if (!me) {

@@ -37,6 +37,10 @@ class device_impl_t
 
   // receives currently pre-posted, and sends whose packet is still in flight
   alignas(64) std::atomic<int64_t> nrecvs_posted{0};
+  // the last re-posting of receives found the pool empty (until one fills
+  // every slot again): arriving sends that wait unmatched then leave their
+  // packet (packet_pool_impl_t::detach)
+  std::atomic<bool> recv_starved{false};
   alignas(64) std::atomic<int64_t> nsends_pending{0};
   // puts, gets and rendezvous transfers using this device, not complete yet
   alignas(64) std::atomic<int64_t> nops_pending{0};
