@@ -292,6 +292,10 @@ lci::post_comm_x make_post(thread_ctx_t& c, op_t* op, lci::comp_t comp)
       op->kind == k_getsig)
     x.rmr(g_rmrs[op->peer]).remote_disp(op->disp);
   if (op->kind == k_putsig || op->kind == k_getsig) x.remote_comp(g_rcomp[c.t]);
+  // plain puts to one slot are serialized on their completion: it must mean
+  // the data landed (network), not only that the source is reusable
+  // (memory), or an earlier large put could land after a later small one
+  if (op->kind == k_put) x.comp_semantic(lci::comp_semantic_t::network);
   if (!op->allow_retry) x.allow_retry(false);
   return x;
 }
