@@ -123,12 +123,19 @@ pmi1_backend_t::pmi1_backend_t(std::unique_ptr<pmi_conn_t> conn, bool init_done)
   chunk_len_ &= ~static_cast<std::size_t>(1);
 }
 
-// Port mode (hydra -pmi-port): announce our PMI_ID; the server answers
+// Port mode (hydra -pmi-port): announce our PMI_ID (and lcrun's job
+// secret); the server answers
 // "cmd=initack" followed by "cmd=set size=N", "cmd=set rank=R" and
 // "cmd=set debug=D" lines.
 void pmi1_backend_t::initack(long long id)
 {
   std::string request = "cmd=initack pmiid=" + std::to_string(id);
+  // lcrun --pmi-port admits only the job's ranks: it hands each the job's
+  // secret in LCI_PMI_SECRET (hydra sets no such variable).
+  const char* secret = std::getenv("LCI_PMI_SECRET");
+  if (secret != nullptr && secret[0] != '\0') {
+    request += " secret=" + std::string(secret);
+  }
   conn_->call_v1(request, "initack");
   bool have_debug = false;
   while (size_ <= 0 || rank_ < 0 || !have_debug) {

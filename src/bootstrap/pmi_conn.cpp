@@ -82,8 +82,9 @@ void pmi_fail(const std::string& who, const std::string& what)
   throw std::runtime_error("lci bootstrap (" + who + "): " + what);
 }
 
-std::string brief_request(const std::string& request)
+std::string brief_request(const std::string& request_text)
 {
+  std::string request = pmi_wire::redact_secret(request_text);
   if (request.size() <= 120) return "'" + request + "'";
   return "'" + request.substr(0, 117) + "...'";
 }

@@ -125,6 +125,24 @@ inline message_t parse_v2(const std::string& body)
   return out;
 }
 
+// The value of a "secret=" tuple replaced by "***", for logs and error
+// messages (lcrun --pmi-port's job secret must not be printed).
+inline std::string redact_secret(const std::string& line)
+{
+  std::string out = line;
+  std::size_t pos = 0;
+  while ((pos = out.find("secret=", pos)) != std::string::npos) {
+    bool starts_word = pos == 0 || out[pos - 1] == ' ' || out[pos - 1] == ';';
+    pos += 7;
+    if (!starts_word) continue;
+    std::size_t end = out.find_first_of(" \t\r;", pos);
+    if (end == std::string::npos) end = out.size();
+    out.replace(pos, end - pos, "***");
+    pos += 3;
+  }
+  return out;
+}
+
 }  // namespace lci::bootstrap::pmi_wire
 
 #endif  // LCI_BOOTSTRAP_PMI_WIRE_HPP

@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -63,7 +64,9 @@ const char kUsage[] =
     "                      to lcrun's stdout and stderr directly)\n"
     "  --pmi-port          serve PMI over TCP on 127.0.0.1 with PMI_PORT and\n"
     "                      PMI_ID instead of PMI_FD (like hydra -pmi-port);\n"
-    "                      each PMI_ID may connect once\n"
+    "                      each PMI_ID may connect once, and only with the\n"
+    "                      job's secret (LCI_PMI_SECRET, 128 random bits\n"
+    "                      handed to the ranks only)\n"
     "  -v, --verbose       print the PMI requests and replies to stderr\n"
     "  -h, --help          print this help and exit\n"
     "\n"
@@ -253,12 +256,38 @@ int listen_loopback(int backlog, std::string* spec)
   return fd;
 }
 
+// The --pmi-port job secret: 128 bits from the kernel's random source, as
+// 32 hex digits. Only the ranks get it (in LCI_PMI_SECRET); another local
+// process that finds the port cannot guess it.
+std::string make_secret()
+{
+  unsigned char bytes[16];
+  std::size_t got = 0;
+  while (got < sizeof(bytes)) {
+    ssize_t n = getrandom(bytes + got, sizeof(bytes) - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      std::perror("lcrun: getrandom for the --pmi-port job secret");
+      std::exit(1);
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out += digits[b >> 4];
+    out += digits[b & 15];
+  }
+  return out;
+}
+
 // Runs in the forked child: prepares the rank's environment and execs.
 // `out_fds`: the write ends of the --label pipes for stdout and stderr, or
 // -1 to keep lcrun's.
 [[noreturn]] void exec_rank(const options_t& opt, int rank, int pmi_fd,
                             const int out_fds[2], const std::string& port_spec,
-                            const sigset_t& old_mask, pid_t parent)
+                            const std::string& secret, const sigset_t& old_mask,
+                            pid_t parent)
 {
   struct sigaction action {
   };
@@ -296,9 +325,11 @@ int listen_loopback(int backlog, std::string* spec)
     setenv("PMI_SIZE", size_text.c_str(), 1);
     unsetenv("PMI_PORT");
     unsetenv("PMI_ID");
+    unsetenv("LCI_PMI_SECRET");
   } else {
     setenv("PMI_PORT", port_spec.c_str(), 1);
     setenv("PMI_ID", rank_text.c_str(), 1);
+    setenv("LCI_PMI_SECRET", secret.c_str(), 1);
     unsetenv("PMI_FD");
     unsetenv("PMI_RANK");
     unsetenv("PMI_SIZE");
@@ -320,7 +351,9 @@ class job_t
   explicit job_t(const options_t& opt)
       : opt_(opt),
         ranks_(opt.nranks),
-        server_(opt.nranks, "lcrun_" + std::to_string(getpid()), opt.verbose)
+        secret_(opt.pmi_port ? make_secret() : std::string()),
+        server_(opt.nranks, "lcrun_" + std::to_string(getpid()), opt.verbose,
+                secret_)
   {
   }
   ~job_t()
@@ -346,6 +379,7 @@ class job_t
 
   const options_t& opt_;
   std::vector<rank_t> ranks_;
+  std::string secret_;  // --pmi-port: the job secret; empty otherwise
   lcrun::pmi_server_t server_;
   int listen_fd_ = -1;
   std::string port_spec_;
@@ -382,7 +416,8 @@ bool job_t::launch(int rank)
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid == 0) {
-    exec_rank(opt_, rank, sv[1], child_out, port_spec_, old_mask, parent);
+    exec_rank(opt_, rank, sv[1], child_out, port_spec_, secret_, old_mask,
+              parent);
   }
   int fork_errno = errno;
   if (pid > 0) {
@@ -629,6 +664,7 @@ void job_t::serve_poll(int timeout_ms)
     int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd >= 0) server_.add_connection(fd, -1);
   }
+  if (listen_fd_ >= 0) server_.expire_unidentified();
 }
 
 int job_t::supervise()
@@ -702,6 +738,10 @@ int job_t::supervise()
       timeout_ms =
           static_cast<int>(std::min<long long>(left.count() + 1, 1 << 30));
     }
+    // --pmi-port: wake up at least once a second to close connections
+    // that never identify themselves
+    if (listen_fd_ >= 0 && (timeout_ms < 0 || timeout_ms > 1000))
+      timeout_ms = 1000;
     serve_poll(timeout_ms);
   }
 }

@@ -26,8 +26,12 @@ constexpr std::size_t kMaxRequest = 1 << 20;
 
 }  // namespace
 
-pmi_server_t::pmi_server_t(int size, std::string kvsname, bool verbose)
-    : size_(size), kvsname_(std::move(kvsname)), verbose_(verbose)
+pmi_server_t::pmi_server_t(int size, std::string kvsname, bool verbose,
+                           std::string secret)
+    : size_(size),
+      kvsname_(std::move(kvsname)),
+      verbose_(verbose),
+      secret_(std::move(secret))
 {
 }
 
@@ -38,10 +42,74 @@ pmi_server_t::~pmi_server_t()
 
 void pmi_server_t::add_connection(int fd, int rank)
 {
+  if (rank < 0) {
+    int waiting = 0;
+    for (const auto& entry : conns_) waiting += entry.second.rank < 0;
+    if (waiting >= kMaxUnidentified) {
+      std::fprintf(stderr,
+                   "lcrun: refusing a PMI connection: %d others have not "
+                   "identified themselves yet\n",
+                   waiting);
+      ++refused_;
+      close(fd);
+      return;
+    }
+  }
   conn_t conn;
   conn.fd = fd;
   conn.rank = rank;
+  conn.accepted = std::chrono::steady_clock::now();
   conns_[fd] = conn;
+}
+
+void pmi_server_t::expire_unidentified()
+{
+  auto now = std::chrono::steady_clock::now();
+  std::vector<int> late;
+  for (const auto& entry : conns_) {
+    if (entry.second.rank < 0 &&
+        now - entry.second.accepted > kIdentifyTimeout) {
+      late.push_back(entry.first);
+    }
+  }
+  for (int fd : late) {
+    std::fprintf(stderr,
+                 "lcrun: closing PMI connection %d: no \"cmd=initack\" "
+                 "within %lld s\n",
+                 fd, static_cast<long long>(kIdentifyTimeout.count()));
+    ++refused_;
+    drop(fd);
+  }
+}
+
+// Constant-time comparison: the time taken does not tell how many leading
+// characters of a guess were right.
+bool pmi_server_t::secret_matches(const std::string& offered) const
+{
+  unsigned diff = offered.size() == secret_.size() ? 0u : 1u;
+  for (std::size_t i = 0; i < secret_.size(); ++i) {
+    char c = i < offered.size() ? offered[i] : '\0';
+    diff |= static_cast<unsigned char>(c ^ secret_[i]);
+  }
+  return diff == 0;
+}
+
+// A connection that has not become one of the job's ranks: answer once,
+// close it, say so on stderr (the launcher's user should know that someone
+// tried).
+void pmi_server_t::refuse(conn_t& conn, const std::string& cmd,
+                          const std::string& why)
+{
+  std::fprintf(stderr, "lcrun: refusing PMI connection %d: %s\n", conn.fd,
+               why.c_str());
+  std::string code = why.substr(0, why.find(':'));
+  for (char& c : code) {
+    if (c == ' ') c = '_';
+  }
+  reply(conn, "cmd=" + cmd + (cmd == "initack" ? "" : "_result") +
+                  " rc=-1 msg=" + code);
+  ++refused_;
+  drop(conn.fd);
 }
 
 void pmi_server_t::append_pollfds(std::vector<pollfd>* fds) const
@@ -123,7 +191,8 @@ void pmi_server_t::serve(conn_t& conn, const std::string& line)
 {
   if (line.find_first_not_of(" \t") == std::string::npos) return;
   if (verbose_)
-    std::fprintf(stderr, "lcrun: <- %s: %s\n", who(conn).c_str(), line.c_str());
+    std::fprintf(stderr, "lcrun: <- %s: %s\n", who(conn).c_str(),
+                 wire::redact_secret(line).c_str());
   // Multi-line requests (spawn): skip to "endcmd", then refuse.
   if (conn.in_mcmd || line.compare(0, 5, "mcmd=") == 0) {
     conn.in_mcmd = line != "endcmd";
@@ -135,20 +204,35 @@ void pmi_server_t::serve(conn_t& conn, const std::string& line)
   wire::message_t msg = wire::parse(line);
   std::string cmd = wire::get(msg, "cmd");
 
-  if (cmd == "initack") {
+  if (conn.rank < 0) {
+    // PMI_PORT connections must identify themselves first, as with hydra,
+    // and with lcrun's job secret when there is one.
+    if (cmd != "initack") {
+      refuse(conn, cmd.empty() ? "unknown" : cmd,
+             "send_initack_first: \"" + cmd + "\" before \"cmd=initack\"");
+      return;
+    }
     long long id = -1;
     if (!wire::parse_int(wire::get(msg, "pmiid"), &id) || id < 0 ||
         id >= size_) {
-      reply(conn, "cmd=initack rc=-1 msg=invalid_pmiid");
+      refuse(conn, cmd,
+             "invalid_pmiid: pmiid='" + wire::get(msg, "pmiid") +
+                 "' is not a rank of this job");
+      return;
+    }
+    if (!secret_.empty() && !secret_matches(wire::get(msg, "secret"))) {
+      refuse(conn, cmd,
+             std::string("bad_secret: ") +
+                 (msg.count("secret") ? "a wrong" : "no") +
+                 " job secret (LCI_PMI_SECRET) for rank " + std::to_string(id));
       return;
     }
     if (claimed_.count(static_cast<int>(id))) {
       // Each PMI_ID connects once: a second claim is an outsider or a
       // confused rank, not our rank.
-      std::fprintf(stderr,
-                   "lcrun: refusing a second PMI connection for rank %lld\n",
-                   id);
-      reply(conn, "cmd=initack rc=-1 msg=pmiid_already_connected");
+      refuse(conn, cmd,
+             "pmiid_already_connected: a second connection for rank " +
+                 std::to_string(id));
       return;
     }
     conn.rank = static_cast<int>(id);
@@ -157,9 +241,8 @@ void pmi_server_t::serve(conn_t& conn, const std::string& line)
     reply(conn, "cmd=set size=" + std::to_string(size_));
     reply(conn, "cmd=set rank=" + std::to_string(id));
     reply(conn, "cmd=set debug=0");
-  } else if (conn.rank < 0) {
-    // PMI_PORT clients must identify themselves first, as with hydra.
-    reply(conn, "cmd=" + cmd + "_result rc=-1 msg=send_initack_first");
+  } else if (cmd == "initack") {
+    reply(conn, "cmd=initack rc=-1 msg=already_identified");
   } else if (cmd == "init") {
     reply(conn, "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0");
   } else if (cmd == "get_maxes") {

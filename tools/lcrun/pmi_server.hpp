@@ -7,6 +7,7 @@
 
 #include <poll.h>
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <set>
@@ -26,7 +27,11 @@ struct abort_request_t {
 class pmi_server_t
 {
  public:
-  pmi_server_t(int size, std::string kvsname, bool verbose);
+  // `secret`: when not empty, a PMI_PORT connection must present it in its
+  // "cmd=initack pmiid=R secret=S" or it is refused and closed (lcrun
+  // --pmi-port hands it to its ranks in LCI_PMI_SECRET).
+  pmi_server_t(int size, std::string kvsname, bool verbose,
+               std::string secret = std::string());
   ~pmi_server_t();
   pmi_server_t(const pmi_server_t&) = delete;
   pmi_server_t& operator=(const pmi_server_t&) = delete;
@@ -43,6 +48,16 @@ class pmi_server_t
   // barrier cannot complete if `rank` is gone.
   bool barrier_waits_for(int rank) const;
   const std::optional<abort_request_t>& abort_request() const { return abort_; }
+  // Closes PMI_PORT connections that have not identified themselves within
+  // kIdentifyTimeout of being accepted; call it now and then.
+  void expire_unidentified();
+  // Connections refused so far (wrong secret, bad or taken PMI_ID, a request
+  // before "cmd=initack", too slow to identify, too many at once).
+  int refused() const { return refused_; }
+
+  static constexpr std::chrono::seconds kIdentifyTimeout{30};
+  // At most this many connections may wait to identify themselves.
+  static constexpr int kMaxUnidentified = 64;
 
  private:
   struct conn_t {
@@ -51,6 +66,7 @@ class pmi_server_t
     std::string inbuf;
     bool in_barrier = false;
     bool in_mcmd = false;  // inside a multi-line "mcmd=" request
+    std::chrono::steady_clock::time_point accepted;
   };
 
   void serve(conn_t& conn, const std::string& line);
@@ -59,6 +75,8 @@ class pmi_server_t
   void serve_barrier(conn_t& conn);
   void reply(conn_t& conn, const std::string& line);
   void drop(int fd);
+  void refuse(conn_t& conn, const std::string& cmd, const std::string& why);
+  bool secret_matches(const std::string& offered) const;
   std::string who(const conn_t& conn) const;
 
   int size_;
@@ -69,6 +87,8 @@ class pmi_server_t
   int barrier_count_ = 0;
   std::set<int> claimed_;  // ranks that sent "cmd=initack" (PMI_PORT mode)
   std::optional<abort_request_t> abort_;
+  std::string secret_;
+  int refused_ = 0;
 };
 
 }  // namespace lcrun
