@@ -23,11 +23,16 @@ namespace
 {
 
 // The runtime the messages arrive at. Sends that match no receive stay in
-// the matching engine as unexpected messages and hold packets: when the
-// pool is empty the runtime is replaced by a fresh one.
+// the matching engine as unexpected messages (in packets, or heap copies
+// once the device's pool runs dry): when the pool is empty, or after
+// kRenewEvery messages delivered, the runtime is replaced by a fresh one,
+// so that the cost of an input does not grow with the run.
 class harness_t
 {
  public:
+  static constexpr long kRenewEvery = 2000;
+  long delivered = 0;  // since the runtime was allocated
+
   lci::runtime_t rt;
   lci::comp_t counter;
   lci::matching_engine_t extra_engine;
@@ -66,6 +71,7 @@ class harness_t
 
   void renew()
   {
+    delivered = 0;
     settle();
     lci::free_matching_engine_x(&extra_engine).runtime(rt)();
     lci::free_comp(&counter);
@@ -137,6 +143,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
   if (bad) ++stats.refused;
   if (threw) ++stats.rejected;
   if (delivered && !threw) ++stats.delivered;
+  if (delivered && ++h.delivered >= harness_t::kRenewEvery) {
+    h.renew();
+    ++stats.renewed;
+  }
   h.settle();
   return 0;
 }

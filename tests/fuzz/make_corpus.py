@@ -6,6 +6,10 @@ committed; rerun after changing the seeds. packet/: one message each, as the
 network delivers it (src/core/protocol.hpp: 16-byte header, then payload).
 pmi/: a mode byte (bit 0: the client reads PMI-2, bit 1: the server's
 connection is bound to rank 0), then the bytes of the stream.
+
+The lf-* files next to the seeds are inputs libFuzzer found (a minimized
+merge, -merge=1, of the runs in docs/RELIABILITY.md, "Fuzzing"); this
+script leaves them alone.
 """
 import os
 import struct
