@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages LCI needs to build and test, if missing
-# (scripts/deps.sh [--bench]).
+# (scripts/deps.sh [--bench] [--fuzz]).
 # Idempotent: checks each package with dpkg -s and runs apt-get (update, then
 # install) only when something is missing. Runs as root; as another user it
 # uses sudo when that exists.
@@ -13,9 +13,15 @@ packages=(cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin
           # mpirun (PMIx), libpmix for the PMIx bootstrap backend
           mpich libmpich-dev openmpi-bin libopenmpi-dev libpmix-dev)
 # --bench: also matplotlib for the comparison plots (docs/BENCHMARKING.md)
-if [ "${1:-}" = "--bench" ]; then
-  packages+=(python3-matplotlib)
-fi
+# --fuzz: also clang and its libFuzzer runtime for the opt-in libFuzzer
+#   build (cmake --preset fuzz; docs/RELIABILITY.md, "Fuzzing")
+for arg in "$@"; do
+  case "$arg" in
+    --bench) packages+=(python3-matplotlib) ;;
+    --fuzz) packages+=(clang libclang-rt-14-dev) ;;
+    *) echo "deps.sh: unknown option $arg (--bench, --fuzz)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

@@ -179,6 +179,7 @@ def gen_hpp():
 def gen_cpp():
     out = [BANNER, '#include "lci.hpp"\n',
            '#include "util/config.hpp"\n',
+           '#include "core/globals.hpp"\n',
            '#include "resource/resources.hpp"\n\n',
            "namespace lci {\nnamespace detail {\n\n"]
     for r in spec.RESOURCES:
@@ -197,16 +198,26 @@ def gen_cpp():
                    '    util::throw_fatal(call, ": ", e.what());\n  }\n'
                    "  return attr;\n}\n\n")
     out.append("}  // namespace detail\n\n")
+    # a getter checks that its handle is live (never a freed or foreign
+    # pointer dereferenced: core/globals.hpp)
+    live = {"runtime": "runtimes", "device": "devices",
+            "packet_pool": "packet_pools",
+            "matching_engine": "matching_engines"}
     for n in HANDLES:
         r = resource(n)
+        out.append("namespace\n{\n%s_impl_t* live_%s(%s_impl_t* p, "
+                   "const char* call)\n{\n  util::checked(p, call);\n"
+                   '  globals::%s().check(p, call, "%s");\n  return p;\n}\n'
+                   "}  // namespace\n"
+                   % (n, n, n, live[n], n.replace("_", " ")))
         out.append("%s_attr_t %s_t::get_attr() const\n{\n"
-                   '  return util::checked(p_impl, "%s_t::get_attr")->attr;\n}\n'
-                   % (n, n, n))
+                   '  return live_%s(p_impl, "%s_t::get_attr")->attr;\n}\n'
+                   % (n, n, n, n))
         for a in r.attrs:
             out.append("%s %s_t::get_attr_%s() const\n{\n"
-                       '  return util::checked(p_impl, "%s_t::get_attr_%s")'
+                       '  return live_%s(p_impl, "%s_t::get_attr_%s")'
                        "->attr.%s;\n}\n"
-                       % (a.type, n, a.name, n, a.name, a.name))
+                       % (a.type, n, a.name, n, n, a.name, a.name))
         out.append("\n")
     out.append("}  // namespace lci\n")
     return "".join(out)

@@ -265,13 +265,16 @@ class coll_t
          matching_engine_t me, comp_t comp, void* user_context)
       : call_(call), kind_(kind), runtime_(runtime), device_(device)
   {
-    runtime_impl_t* rt = resolve_runtime(runtime, call);
-    runtime_ = runtime_t(rt);
-    if (device_.is_empty()) device_ = device_t(rt->default_device);
-    if (device_.is_empty())
+    if (device_.is_empty() &&
+        resolve_runtime(runtime, call)->default_device == nullptr)
       util::throw_fatal(call,
                         ": no device (the runtime has no default "
                         "device: pass .device())");
+    rt_dev_t rd = resolve_device(runtime, device, call);
+    runtime_impl_t* rt = rd.rt;
+    runtime_ = runtime_t(rt);
+    device_ = device_t(rd.dev);
+    checked_engine(me, nullptr, call);
     matching_engine_impl_t* m = me.p_impl ? me.p_impl : rt->coll_me;
     if (!m) util::throw_fatal(call, ": the runtime has no collective engine");
     if (m->runtime != rt)
@@ -302,6 +305,14 @@ class coll_t
 
   int rank = 0;
   int nranks = 1;
+
+  // an algorithm option outside its enum (checked at every rank count,
+  // not only where the algorithm matters)
+  void check_algorithm(int value, int max) const
+  {
+    if (value < 0 || value > max)
+      util::throw_fatal(call_, ": unknown algorithm ", value);
+  }
 
   void check_root(int root) const
   {
@@ -775,6 +786,8 @@ void broadcast_x::call_impl(void* buffer, size_t size, int root,
   c.check_root(root);
   c.check_size(size, 1);
   c.check_buffer(buffer, size, "buffer");
+  c.check_algorithm(static_cast<int>(algorithm),
+                    static_cast<int>(broadcast_algorithm_t::ring));
   int n = c.nranks;
   if (algorithm == broadcast_algorithm_t::none)
     algorithm = n <= 3                      ? broadcast_algorithm_t::direct
@@ -827,6 +840,8 @@ void allreduce_x::call_impl(const void* sendbuf, void* recvbuf, size_t count,
   size_t bytes = c.check_items(count, item_size, 1, op);
   c.check_buffer(sendbuf, bytes, "sendbuf");
   c.check_buffer(recvbuf, bytes, "recvbuf");
+  c.check_algorithm(static_cast<int>(algorithm),
+                    static_cast<int>(allreduce_algorithm_t::ring));
   int n = c.nranks;
   if (algorithm == allreduce_algorithm_t::none)
     algorithm =
@@ -868,6 +883,8 @@ void reduce_scatter_x::call_impl(const void* sendbuf, void* recvbuf,
   size_t bytes = c.check_items(recvcount, item_size, n, op);
   c.check_buffer(sendbuf, bytes * n, "sendbuf");
   c.check_buffer(recvbuf, bytes, "recvbuf");
+  c.check_algorithm(static_cast<int>(algorithm),
+                    static_cast<int>(reduce_scatter_algorithm_t::ring));
   const char* in = static_cast<const char*>(sendbuf);
   if (algorithm == reduce_scatter_algorithm_t::none)
     algorithm = n > 2 && bytes * n >= (size_t(64) << 10)
@@ -929,6 +946,8 @@ void allgather_x::call_impl(const void* sendbuf, void* recvbuf, size_t size,
   c.check_size(size, n);
   c.check_buffer(sendbuf, size, "sendbuf");
   c.check_buffer(recvbuf, size * n, "recvbuf");
+  c.check_algorithm(static_cast<int>(algorithm),
+                    static_cast<int>(allgather_algorithm_t::ring));
   char* out = static_cast<char*>(recvbuf);
   if (algorithm == allgather_algorithm_t::none)
     algorithm = n > 2 && size * n >= (size_t(64) << 10)

@@ -16,6 +16,13 @@ namespace lci
 namespace
 {
 
+// The comp allocations take a runtime only to check it: a completion
+// object belongs to no runtime.
+void check_runtime(runtime_t runtime, const char* call)
+{
+  if (runtime.p_impl) resolve_runtime(runtime, call);
+}
+
 comp_t track(comp_impl_t* comp)
 {
   globals::comps().add(comp);
@@ -41,6 +48,9 @@ T* as(comp_t comp, const char* call, const char* what)
   comp_impl_t* p = comp.p_impl;
   if (__builtin_expect(comp.is_empty() || comp == COMP_NULL_RETRY, 0))
     throw_not_a(comp, call, what);
+  // a built-in object is in the live set (a lock-free lookup); a freed or
+  // foreign pointer must not be dereferenced
+  globals::comps().check(p, call, "completion object");
   if (__builtin_expect(&typeid(*p) == &typeid(T), 1)) return static_cast<T*>(p);
   T* q = dynamic_cast<T*>(p);
   if (!q) throw_not_a(comp, call, what);
@@ -52,6 +62,7 @@ cq_impl_t* as_cq(comp_t comp, const char* call)
   comp_impl_t* p = comp.p_impl;
   if (__builtin_expect(comp.is_empty() || comp == COMP_NULL_RETRY, 0))
     throw_not_a(comp, call, "completion queue");
+  globals::comps().check(p, call, "completion object");
   const std::type_info* t = &typeid(*p);
   if (t == &typeid(lcrq_cq_t)) return static_cast<lcrq_cq_t*>(p);
   if (t == &typeid(array_cq_t)) return static_cast<array_cq_t*>(p);
@@ -70,8 +81,9 @@ sync_impl_t::sync_impl_t(const sync_attr_t& a) : attr(a), one_(a.threshold == 1)
   if (!one_) statuses_.reset(new status_t[attr.threshold]);
 }
 
-comp_t alloc_sync_x::call_impl(runtime_t, const sync_attr_t& attr)
+comp_t alloc_sync_x::call_impl(runtime_t runtime, const sync_attr_t& attr)
 {
+  check_runtime(runtime, "alloc_sync");
   return track(new sync_impl_t(attr));
 }
 
@@ -85,15 +97,13 @@ void sync_wait_x::call_impl(comp_t comp, status_t* p_out, bool do_progress,
 {
   sync_impl_t* sync = as<sync_impl_t>(comp, "sync_wait", "synchronizer");
   device_impl_t* dev = nullptr;
-  if (do_progress) {
-    dev = device.p_impl;
-    if (!dev) dev = resolve_runtime(runtime, "sync_wait")->default_device;
-  }
+  if (do_progress) dev = resolve_device(runtime, device, "sync_wait").dev;
   wait_sync(sync, dev, p_out);
 }
 
-comp_t alloc_cq_x::call_impl(runtime_t, const cq_attr_t& attr)
+comp_t alloc_cq_x::call_impl(runtime_t runtime, const cq_attr_t& attr)
 {
+  check_runtime(runtime, "alloc_cq");
   return track(make_cq(attr));
 }
 
@@ -102,14 +112,16 @@ status_t cq_pop_x::call_impl(comp_t comp)
   return as_cq(comp, "cq_pop")->pop();
 }
 
-comp_t alloc_handler_x::call_impl(comp_handler_t handler, runtime_t)
+comp_t alloc_handler_x::call_impl(comp_handler_t handler, runtime_t runtime)
 {
+  check_runtime(runtime, "alloc_handler");
   if (!handler) util::throw_fatal("alloc_handler: null handler function");
   return track(new handler_impl_t(handler));
 }
 
-comp_t alloc_counter_x::call_impl(runtime_t)
+comp_t alloc_counter_x::call_impl(runtime_t runtime)
 {
+  check_runtime(runtime, "alloc_counter");
   return track(new counter_impl_t());
 }
 
@@ -133,8 +145,13 @@ void comp_signal_x::call_impl(comp_t comp, status_t status)
 // ---------------------------------------------------------------------------
 // graphs
 
-comp_t alloc_graph_x::call_impl(comp_t comp, runtime_t)
+comp_t alloc_graph_x::call_impl(comp_t comp, runtime_t runtime)
 {
+  check_runtime(runtime, "alloc_graph");
+  if (comp == COMP_NULL_RETRY)
+    util::throw_fatal(
+        "alloc_graph: COMP_NULL_RETRY cannot be signalled when the graph "
+        "completes (pass no completion object, or a real one)");
   return track(new graph_impl_t(comp));
 }
 

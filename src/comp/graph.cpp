@@ -1,6 +1,7 @@
 // Completion graph: see graph.hpp.
 #include "comp/graph.hpp"
 
+#include "core/globals.hpp"
 #include "util/error.hpp"
 
 namespace lci
@@ -111,6 +112,7 @@ graph_impl_t::graph_impl_t(comp_t comp) : comp_(comp)
 graph_impl_t::~graph_impl_t()
 {
   for (graph_node_impl_t* n : nodes_) {
+    globals::graph_nodes().remove(n, "free_comp", "graph node");
     if (n->free_cb) n->free_cb(n->value);
     delete n;
   }
@@ -123,6 +125,8 @@ graph_node_impl_t* graph_impl_t::node_of(graph_node_t node, const char* call)
     util::throw_fatal(call, ": ",
                       node == GRAPH_START ? "GRAPH_START" : "GRAPH_END",
                       " is not a node that can be used here");
+  // a node of a freed graph, or any other pointer, is not dereferenced
+  globals::graph_nodes().check(node, call, "graph node");
   return static_cast<graph_node_impl_t*>(node);
 }
 
@@ -144,6 +148,7 @@ graph_node_impl_t* graph_impl_t::add_node(graph_node_run_cb_t fn, void* value,
   n->free_cb = free_cb;
   try {
     nodes_.push_back(n);
+    globals::graph_nodes().add(n);
   } catch (...) {
     delete n;
     throw;

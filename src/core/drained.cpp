@@ -6,30 +6,16 @@
 
 namespace lci
 {
-namespace
-{
-
-device_impl_t* resolve_device(runtime_t runtime, device_t device,
-                              const char* call)
-{
-  runtime_impl_t* rt = resolve_runtime(runtime, call);
-  device_impl_t* dev = device.p_impl ? device.p_impl : rt->default_device;
-  if (!dev)
-    util::throw_fatal(call, ": no device given and the runtime has none");
-  return dev;
-}
-
-}  // namespace
 
 error_t test_drained_x::call_impl(runtime_t runtime, device_t device)
 {
-  device_impl_t* dev = resolve_device(runtime, device, "test_drained");
+  device_impl_t* dev = resolve_device(runtime, device, "test_drained").dev;
   return dev->drained() ? errorcode_t::done : errorcode_t::retry;
 }
 
 void wait_drained_x::call_impl(runtime_t runtime, device_t device)
 {
-  device_impl_t* dev = resolve_device(runtime, device, "wait_drained");
+  device_impl_t* dev = resolve_device(runtime, device, "wait_drained").dev;
   while (!dev->drained()) progress_device(dev);
 }
 

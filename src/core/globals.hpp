@@ -1,5 +1,6 @@
 // Process-wide state: the global runtime and the sets of live objects used
-// to turn double frees into clear errors.
+// to turn double frees and uses of freed or foreign handles into clear
+// errors (util/live_set.hpp).
 #ifndef LCI_CORE_GLOBALS_HPP
 #define LCI_CORE_GLOBALS_HPP
 
@@ -15,6 +16,7 @@ util::live_set_t& packet_pools();
 util::live_set_t& matching_engines();
 util::live_set_t& comps();
 util::live_set_t& mrs();
+util::live_set_t& graph_nodes();
 
 // The global runtime handle (g_runtime_init / g_runtime_fina).
 runtime_t& g_runtime();

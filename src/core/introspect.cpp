@@ -1,5 +1,8 @@
 #include "core/introspect.hpp"
 
+#include <cstring>
+
+#include "core/progress.hpp"
 #include "resource/device.hpp"
 #include "resource/matching_engine.hpp"
 #include "resource/packet_pool.hpp"
@@ -34,6 +37,24 @@ counts_t get_counts(runtime_t runtime, device_t device, packet_pool_t pool,
   c.net_registrations = rt->net_context->count_registered();
   c.rdv_ctxs = rt->rdv_ctxs.count_live();
   return c;
+}
+
+bool deliver_raw(const void* data, size_t len, runtime_t runtime,
+                 device_t device)
+{
+  runtime_impl_t* rt = resolve_runtime(runtime, "introspect::deliver_raw");
+  device_impl_t* dev =
+      device.is_empty() ? rt->default_device : device.get_impl();
+  if (!dev) return false;
+  if (len > dev->pool->attr.packet_size) return false;
+  packet_t* pkt = dev->pool->get();
+  if (!pkt) return false;
+  if (len > 0) std::memcpy(pkt->data(), data, len);
+  pkt->recv_owner = dev;
+  // as if pre-posted: deliver_message counts the receive as consumed
+  dev->nrecvs_posted.fetch_add(1, std::memory_order_relaxed);
+  deliver_message(dev, pkt, len);
+  return true;
 }
 
 }  // namespace lci::introspect

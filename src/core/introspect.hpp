@@ -32,6 +32,15 @@ counts_t get_counts(runtime_t runtime = runtime_t(),
                     packet_pool_t pool = packet_pool_t(),
                     matching_engine_t engine = matching_engine_t());
 
+// Hands `len` bytes to the device's receive path as if the network had
+// delivered them into one of its pre-posted packets (the real
+// deliver_message: checks, then matching, signalling or a control
+// message's handling). For the wire fuzzer (tests/fuzz/fuzz_packet.cpp).
+// False (nothing done) when the device's pool has no packet free or `len`
+// exceeds a packet; throws fatal_error like progress would.
+bool deliver_raw(const void* data, size_t len, runtime_t runtime = runtime_t(),
+                 device_t device = device_t());
+
 }  // namespace lci::introspect
 
 #endif  // LCI_CORE_INTROSPECT_HPP

@@ -411,12 +411,14 @@ status_t post_comm_x::call_impl(
 {
   const char* call = "post_comm";
   post_args_t a;
-  a.rt = resolve_runtime(runtime, call);
-  a.dev = device.p_impl ? device.p_impl : a.rt->default_device;
-  if (!a.dev)
-    util::throw_fatal(call, ": no device given and the runtime has none");
-  a.pool = packet_pool.p_impl ? packet_pool.p_impl : a.dev->pool;
-  a.me = matching_engine.p_impl ? matching_engine.p_impl : a.rt->default_me;
+  // every handle given is checked live (and of this runtime) before use
+  rt_dev_t rd = resolve_device(runtime, device, call);
+  a.rt = rd.rt;
+  a.dev = rd.dev;
+  a.pool = packet_pool.p_impl ? checked_pool(packet_pool, call) : a.dev->pool;
+  a.me = matching_engine.p_impl ? checked_engine(matching_engine, a.rt, call)
+                                : a.rt->default_me;
+  checked_mr(mr, a.rt, call);
   a.rank = rank;
   a.buffer = local_buffer;
   a.size = size;
@@ -526,11 +528,7 @@ status_t post_comm_x::call_impl(
 
 error_t progress_x::call_impl(runtime_t runtime, device_t device)
 {
-  runtime_impl_t* rt = resolve_runtime(runtime, "progress");
-  device_impl_t* dev = device.p_impl ? device.p_impl : rt->default_device;
-  if (!dev)
-    util::throw_fatal("progress: no device given and the runtime has none");
-  return progress_device(dev);
+  return progress_device(resolve_device(runtime, device, "progress").dev);
 }
 
 }  // namespace lci

@@ -1,6 +1,7 @@
 #include "core/progress.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -154,16 +155,25 @@ void deliver_send(runtime_impl_t* rt, const msg_header_t& hdr, packet_t* pkt,
   deliver_to_engine(me, pkt);
 }
 
-void deliver(device_impl_t* dev, packet_t* pkt, size_t len)
+}  // namespace
+
+void deliver_message(device_impl_t* dev, packet_t* pkt, size_t len)
 {
   pkt->recv_owner = nullptr;
   dev->nrecvs_posted.fetch_sub(1, std::memory_order_relaxed);
-  if (len < sizeof(msg_header_t)) {
-    packet_pool_impl_t::put(pkt);
-    util::throw_fatal("progress: a ", len, "-byte message is too short");
-  }
+  // nothing below trusts a header that fails these checks (a corrupt or
+  // hostile message is dropped and reported, never followed)
   msg_header_t hdr;
-  std::memcpy(&hdr, pkt->data(), sizeof(hdr));
+  if (const char* bad =
+          check_message(pkt->data(), len, dev->runtime->rank_n, &hdr)) {
+    int32_t rank = -1;
+    if (len >= sizeof(msg_header_t))
+      std::memcpy(&rank, pkt->data() + offsetof(msg_header_t, rank),
+                  sizeof(rank));
+    packet_pool_impl_t::put(pkt);
+    util::throw_fatal("progress: dropped a malformed ", len,
+                      "-byte message (claims rank ", rank, "): ", bad);
+  }
   size_t size = len - sizeof(hdr);
   pkt->arrived_on = dev;
   switch (hdr.type()) {
@@ -203,6 +213,9 @@ void deliver(device_impl_t* dev, packet_t* pkt, size_t len)
   }
 }
 
+namespace
+{
+
 // A send or receive the network failed: give its packet back, then report.
 [[noreturn]] void message_failed(device_impl_t* dev, const net::cqe_t& c)
 {
@@ -230,7 +243,7 @@ void handle_cqe(device_impl_t* dev, const net::cqe_t& c)
       return;
     case net::cqe_t::kind_t::recv:
       if (c.error) message_failed(dev, c);
-      deliver(dev, static_cast<packet_t*>(c.ctx), c.length);
+      deliver_message(dev, static_cast<packet_t*>(c.ctx), c.length);
       return;
     case net::cqe_t::kind_t::write:
     case net::cqe_t::kind_t::read:

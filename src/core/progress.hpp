@@ -26,6 +26,13 @@ void adopt_early_sends(runtime_impl_t* rt, matching_engine_impl_t* me);
 // Returns the packets of early sends whose engine never came (free_runtime).
 void drop_early_sends(runtime_impl_t* rt);
 
+// A received message (its packet, `len` bytes long, pre-posted on `dev`):
+// checked (check_message), then delivered: matched, signalled, or handled
+// as a rendezvous / RMA control message. Throws fatal_error for a message
+// that is malformed or names something not live here; the packet is
+// returned to its pool either way (or kept in a matching engine).
+void deliver_message(device_impl_t* dev, packet_t* pkt, size_t len);
+
 // Poll the device once and react to what completed; keep the receives
 // pre-posted. done if anything happened, retry otherwise.
 error_t progress_device(device_impl_t* device);

@@ -102,6 +102,21 @@ struct signal_t {
 // size, so the inject limit never exceeds it.
 constexpr size_t kMaxInjectWire = 1024;
 
+// The largest message a rendezvous request may announce (256 TiB, the
+// x86-64 user address space): a larger size is a corrupt header.
+constexpr uint64_t kMaxRdvSize = uint64_t(1) << 48;
+
+// The checks every received message passes before anything trusts its
+// bytes (progress.cpp, deliver; tests/fuzz/fuzz_packet.cpp drives it with
+// arbitrary input). Pure: it looks only at the `len` bytes at `data` and
+// the number of ranks. On success it copies the header to *hdr and returns
+// nullptr; otherwise it returns what is wrong (a static string). What needs
+// the receiver's state (is the matching engine, remote completion or
+// rendezvous context named by the message live here?) is checked by the
+// handlers, which report a fatal_error the same way.
+const char* check_message(const void* data, size_t len, int rank_n,
+                          msg_header_t* hdr);
+
 }  // namespace lci
 
 #endif  // LCI_CORE_PROTOCOL_HPP

@@ -163,6 +163,10 @@ void handle_signal(device_impl_t* dev, const msg_header_t& hdr,
   s.size = sig.size;
   // the address of the bytes at this end, if the region is still registered
   mr_impl_t* mr = rt->mrs.find(sig.rkey);
+  if (mr && (sig.disp > mr->size || sig.size > mr->size - sig.disp))
+    util::throw_fatal("progress: a put or get with signal from rank ", hdr.rank,
+                      " names bytes [", sig.disp, ", +", sig.size,
+                      ") outside its ", mr->size, "-byte region");
   s.buffer = mr ? mr->address + sig.disp : nullptr;
   comp->signal(s);
 }

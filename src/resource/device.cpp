@@ -88,8 +88,9 @@ device_t alloc_device_x::call_impl(runtime_t runtime, packet_pool_t packet_pool,
                                    const device_attr_t& attr)
 {
   runtime_impl_t* rt = resolve_runtime(runtime, "alloc_device");
-  packet_pool_impl_t* pool =
-      packet_pool.p_impl ? packet_pool.p_impl : rt->default_pool;
+  packet_pool_impl_t* pool = packet_pool.p_impl
+                                 ? checked_pool(packet_pool, "alloc_device")
+                                 : rt->default_pool;
   if (!pool)
     util::throw_fatal(
         "alloc_device: no packet pool given and the runtime "

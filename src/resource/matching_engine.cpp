@@ -524,7 +524,12 @@ matching_entry_val_t matching_engine_insert_x::call_impl(
 {
   const char* call = "matching_engine_insert";
   matching_engine_impl_t* me = util::checked(matching_engine.p_impl, call);
+  checked_engine(matching_engine, nullptr, call);
   if (!value) util::throw_fatal(call, ": null value (nullptr means no match)");
+  if (entry_type != matching_entry_type_t::send &&
+      entry_type != matching_entry_type_t::recv)
+    util::throw_fatal(call, ": entry_type ", static_cast<int>(entry_type),
+                      " is neither send (0) nor recv (1)");
   auto type = entry_type == matching_entry_type_t::send
                   ? matching_engine_impl_t::type_t::send
                   : matching_engine_impl_t::type_t::recv;

@@ -115,6 +115,10 @@ mr_t register_memory_x::call_impl(void* address, size_t size, runtime_t runtime)
   runtime_impl_t* rt = resolve_runtime(runtime, call);
   if (!address) util::throw_fatal(call, ": null address");
   if (size == 0) util::throw_fatal(call, ": size 0 (nothing to register)");
+  if (size > static_cast<size_t>(PTRDIFF_MAX) ||
+      reinterpret_cast<uintptr_t>(address) > UINTPTR_MAX - size)
+    util::throw_fatal(call, ": size ", size, " at ", address,
+                      " is larger than any buffer");
   if (!rt->net_context->caps().rma)
     util::throw_fatal(call, ": the network backend (",
                       rt->net_context->caps().provider, ") has no RMA support");

@@ -138,6 +138,15 @@ packet_pool_impl_t::packet_pool_impl_t(const packet_pool_attr_t& a) : attr(a)
                       sizeof(msg_header_t), "-byte message header");
   if (attr.npackets == 0)
     util::throw_fatal("alloc_packet_pool: npackets must be positive");
+  // (the per-packet bookkeeping also scales with the count: bound both)
+  if (attr.packet_size > (size_t(1) << 40) ||
+      attr.npackets > (size_t(1) << 32) ||
+      (attr.packet_size + sizeof(packet_t) + 63) / 64 * 64 >
+          (size_t(1) << 46) / attr.npackets)
+    util::throw_fatal("alloc_packet_pool: ", attr.npackets, " packets of ",
+                      attr.packet_size,
+                      " bytes exceed any memory (npackets at most 2^32, the "
+                      "pool at most 64 TiB)");
   size_t stride = sizeof(packet_t) + attr.packet_size;
   stride = (stride + 63) / 64 * 64;
   stride_ = stride;
@@ -425,7 +434,7 @@ packet_pool_t get_default_packet_pool_x::call_impl(runtime_t runtime)
 size_t get_max_bcopy_size_x::call_impl(runtime_t runtime,
                                        packet_pool_t packet_pool)
 {
-  packet_pool_impl_t* pool = packet_pool.p_impl;
+  packet_pool_impl_t* pool = checked_pool(packet_pool, "get_max_bcopy_size");
   if (!pool)
     pool = resolve_runtime(runtime, "get_max_bcopy_size")->default_pool;
   util::checked(pool, "get_max_bcopy_size");

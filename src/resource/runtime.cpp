@@ -99,21 +99,12 @@ runtime_impl_t::runtime_impl_t(const runtime_attr_t& a) : attr(a)
 
 runtime_impl_t::~runtime_impl_t() = default;
 
-runtime_impl_t* resolve_runtime(runtime_t runtime, const char* call)
-{
-  runtime_impl_t* rt = runtime.p_impl;
-  if (!rt) rt = globals::g_runtime().p_impl;
-  if (!rt)
-    util::throw_fatal(call,
-                      ": no runtime (call g_runtime_init() first, or "
-                      "pass .runtime())");
-  return rt;
-}
-
 runtime_t alloc_runtime_x::call_impl(const runtime_attr_t& attr)
 {
   auto* rt = new runtime_impl_t(attr);
   runtime_t runtime(rt);
+  // live from here: the default resources are allocated with it
+  globals::runtimes().add(rt);
   try {
     rt->default_pool = alloc_packet_pool_x()
                            .runtime(runtime)
@@ -142,10 +133,17 @@ runtime_t alloc_runtime_x::call_impl(const runtime_attr_t& attr)
       packet_pool_t p(rt->default_pool);
       free_packet_pool_x(&p).runtime(runtime)();
     }
+    globals::runtimes().remove(rt, "alloc_runtime", "runtime");
     delete rt;
-    throw;
+    // a default resource refused the runtime's attributes: say which call
+    try {
+      throw;
+    } catch (const peer_failure_error&) {
+      throw;
+    } catch (const fatal_error& e) {
+      throw fatal_error(std::string("alloc_runtime: ") + e.what());
+    }
   }
-  globals::runtimes().add(rt);
   return runtime;
 }
 
@@ -156,17 +154,23 @@ void free_runtime_x::call_impl(runtime_t* runtime)
   runtime_impl_t* rt = util::checked(runtime->p_impl, call);
   globals::runtimes().remove(rt, call, "runtime");
   if (globals::g_runtime().p_impl == rt) globals::g_runtime() = runtime_t();
-  if (rt->default_device) {
-    device_t d(rt->default_device);
-    free_device_x(&d).runtime (*runtime)();
+  // the devices and matching engines the user did not free go with the
+  // runtime (in index order, the same on every rank: freeing a device is
+  // collective), so that no live handle points into a freed runtime: a
+  // later use or free of one is an error, not a crash
+  for (size_t i = 0; i < rt->devices.size(); ++i) {
+    device_t d(rt->devices.get(i, nullptr));
+    if (!d.is_empty()) free_device(&d);
   }
   drop_early_sends(rt);
-  matching_engine_t c(rt->coll_me);
-  free_matching_engine_x(&c).runtime (*runtime)();
-  matching_engine_t m(rt->default_me);
-  free_matching_engine_x(&m).runtime (*runtime)();
-  packet_pool_t p(rt->default_pool);
-  free_packet_pool_x(&p).runtime (*runtime)();
+  for (size_t i = 0; i < rt->matching_engines.size(); ++i) {
+    matching_engine_t m(rt->matching_engines.get(i, nullptr));
+    if (!m.is_empty()) free_matching_engine(&m);
+  }
+  if (rt->default_pool && globals::packet_pools().contains(rt->default_pool)) {
+    packet_pool_t p(rt->default_pool);
+    free_packet_pool(&p);
+  }
   // regions the user did not deregister go with the runtime (a later
   // deregister_memory of one is an error, not a crash)
   rt->mrs.release_all();

@@ -25,6 +25,7 @@ class device_impl_t;
 class packet_pool_impl_t;
 class matching_engine_impl_t;
 class rdv_ctx_t;
+class mr_impl_t;
 struct packet_t;
 
 class runtime_impl_t
@@ -81,8 +82,29 @@ class runtime_impl_t
 };
 
 // The runtime a call uses: the given one, else the global one; throws when
-// there is none (naming `call`).
+// there is none, or when the given one is not live (freed: a use after
+// free_runtime / g_runtime_fina), naming `call`.
 runtime_impl_t* resolve_runtime(runtime_t runtime, const char* call);
+
+// Handle checks of the calls that take optional resources (src/resource/
+// handles.cpp). Each throws fatal_error naming `call` when the handle was
+// never allocated by this library or was freed (the live sets of
+// core/globals.hpp, lock-free lookups) or belongs to another runtime.
+//
+// The runtime and device of a call: the device given (its own runtime when
+// no runtime is given; the runtime given must be the device's), else the
+// runtime's default device.
+struct rt_dev_t {
+  runtime_impl_t* rt;
+  device_impl_t* dev;
+};
+rt_dev_t resolve_device(runtime_t runtime, device_t device, const char* call);
+// A given packet pool, matching engine or registration; the empty handle
+// passes as nullptr.
+packet_pool_impl_t* checked_pool(packet_pool_t pool, const char* call);
+matching_engine_impl_t* checked_engine(matching_engine_t me, runtime_impl_t* rt,
+                                       const char* call);
+mr_impl_t* checked_mr(mr_t mr, runtime_impl_t* rt, const char* call);
 
 }  // namespace lci
 

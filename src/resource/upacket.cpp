@@ -12,7 +12,7 @@ namespace lci
 
 void* get_upacket_x::call_impl(runtime_t runtime, packet_pool_t packet_pool)
 {
-  packet_pool_impl_t* pool = packet_pool.p_impl;
+  packet_pool_impl_t* pool = checked_pool(packet_pool, "get_upacket");
   if (!pool) {
     pool = resolve_runtime(runtime, "get_upacket")->default_pool;
     if (!pool)

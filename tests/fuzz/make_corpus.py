@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz targets (tests/fuzz/corpus/...).
+
+Run from anywhere: python3 tests/fuzz/make_corpus.py. The files are
+committed; rerun after changing the seeds. packet/: one message each, as the
+network delivers it (src/core/protocol.hpp: 16-byte header, then payload).
+pmi/: a mode byte (bit 0: the client reads PMI-2, bit 1: the server's
+connection is bound to rank 0), then the bytes of the stream.
+
+The lf-* files next to the seeds are inputs libFuzzer found (a minimized
+merge, -merge=1, of the runs in docs/RELIABILITY.md, "Fuzzing"); this
+script leaves them alone.
+"""
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SEND, AM, RTS_SEND, RTS_AM, RTR, FIN, SIGNAL = range(1, 8)
+RANK_TAG = 3
+
+
+def header(tag, rank, type_, aux, policy=RANK_TAG):
+    return struct.pack("<QiI", tag, rank, type_ | (policy << 4) | (aux << 8))
+
+
+def rts(ctx, size, frag, proto, raddr=0, rkey=0):
+    return struct.pack("<QQQIIQQ", ctx, size, frag, proto, 0, raddr, rkey)
+
+
+PACKETS = {
+    "send_engine0": header(5, 0, SEND, 0) + b"hello, world",
+    "send_empty": header(6, 0, SEND, 0),
+    "send_engine2_tag_only": header(7, 0, SEND, 2, policy=2) + b"x" * 100,
+    "send_early_engine9": header(8, 0, SEND, 9) + b"early",
+    "send_coll_engine": header(8, 0, SEND, 1) + b"coll",
+    "am_counter": header(9, 0, AM, 0) + b"to the counter",
+    "am_unregistered": header(9, 0, AM, 7) + b"nobody",
+    "rts_send_writeimm": header(10, 0, RTS_SEND, 0) + rts(1, 100000, 65536, 2),
+    "rts_send_get": header(11, 0, RTS_SEND, 0)
+    + rts(2, 5000, 4096, 3, 0x1000, 42),
+    "rts_am_unregistered": header(12, 0, RTS_AM, 3) + rts(3, 9000, 9000, 1),
+    "rtr_unknown_ctx": header(13, 0, RTR, 0)
+    + struct.pack("<QIIQQ", 77, 5, 0, 0x2000, 1),
+    "fin_unknown_ctx": header(14, 0, FIN, 0) + struct.pack("<QQ", 0x1000001, 0),
+    "fin_rejected": header(14, 0, FIN, 0) + struct.pack("<QQ", 1, 2**64 - 1),
+    "signal_counter": header(15, 0, SIGNAL, 0) + struct.pack("<QQQ", 1, 0, 8),
+    "signal_unregistered": header(15, 0, SIGNAL, 5)
+    + struct.pack("<QQQ", 1, 0, 8),
+    "short": b"\x01\x02\x03",
+    "bad_type": header(1, 0, 9, 0) + b"?",
+    "bad_rank": header(1, 5, SEND, 0) + b"?",
+    "bad_policy": header(1, 0, SEND, 0, policy=9) + b"?",
+}
+
+PMI = {
+    "v1_init": (0, b"cmd=init pmi_version=1 pmi_subversion=1\n"
+                b"cmd=get_maxes\ncmd=get_my_kvsname\n"),
+    "v1_session": (2, b"cmd=init pmi_version=1 pmi_subversion=1\n"
+                   b"cmd=put kvsname=kvs_fuzz key=a value=b c\n"
+                   b"cmd=get kvsname=kvs_fuzz key=a\n"
+                   b"cmd=get kvsname=kvs_fuzz key=PMI_process_mapping\n"
+                   b"cmd=barrier_in\ncmd=finalize\n"),
+    "v1_port_mode": (0, b"cmd=get_universe_size\ncmd=initack pmiid=1\n"
+                     b"cmd=initack pmiid=1\ncmd=get_appnum\n"),
+    "v1_spawn": (2, b"mcmd=spawn\nnprocs=2\nendcmd\ncmd=abort "
+                 b"exitcode=99999999999 message=bye bye\n"),
+    "v1_replies": (2, b"cmd=response_to_init pmi_version=1 rc=0\n"
+                   b"cmd=get_result rc=0 msg=success value=v\n"
+                   b"cmd=barrier_out rc=0\n\r\n"
+                   b"cmd=get_result rc=-1 msg=nope\n"),
+    "v2_replies": (1, b"    48cmd=fullinit-response;rc=0;rank=0;size=1;"
+                   b"    45cmd=kvs-get-response;rc=0;found=TRUE;value=x;"
+                   b"    32cmd=kvs-get-response;found=;"),
+    "v2_bad_length": (1, b"  1x2cmd=fullinit-response;"),
+}
+
+
+def main():
+    for sub, seeds in (("packet", PACKETS), ("pmi", PMI)):
+        d = os.path.join(HERE, "corpus", sub)
+        os.makedirs(d, exist_ok=True)
+        for name, value in seeds.items():
+            data = bytes([value[0]]) + value[1] if sub == "pmi" else value
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(data)
+
+
+if __name__ == "__main__":
+    main()
