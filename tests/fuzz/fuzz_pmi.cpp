@@ -103,8 +103,10 @@ void drive_client(const std::string& text, bool v2)
   close(sv[1]);
 }
 
-// lcrun's server reads `text` as a rank's requests.
-void drive_server(const std::string& text, bool bound)
+// lcrun's server reads `text` as a rank's requests. `secret`: the server
+// has lcrun --pmi-port's job secret, "5ec2e7" (short, so the fuzzer finds
+// it), which an unbound connection must present in its initack.
+void drive_server(const std::string& text, bool bound, bool secret)
 {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) fail("socketpair");
@@ -113,7 +115,8 @@ void drive_server(const std::string& text, bool bound)
   fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK);
   fcntl(sv[1], F_SETFL, fcntl(sv[1], F_GETFL) | O_NONBLOCK);
   {
-    lcrun::pmi_server_t server(2, "kvs_fuzz", false);
+    lcrun::pmi_server_t server(2, "kvs_fuzz", false,
+                               secret ? "5ec2e7" : "");
     server.add_connection(sv[0], bound ? 0 : -1);
     std::size_t done = 0;
     char sink[65536];
@@ -149,6 +152,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
   std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
   drive_parsers(text);
   drive_client(text, mode & 1);
-  drive_server(text, mode & 2);
+  drive_server(text, mode & 2, mode & 4);
   return 0;
 }
