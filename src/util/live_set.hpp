@@ -13,6 +13,14 @@
 // sequence counter, as in a seqlock), else copied into a table twice as
 // large; old tables are kept until exit (a concurrent lookup may still
 // read one), so they add up to at most the size of the largest.
+// check() first asks a per-thread cache: the handle this thread last
+// checked in this set, and the set's free count (epoch) at that time. While
+// nothing of the set was freed since, the same handle is still live: two
+// loads and compares instead of a hash lookup (the posting loop passes the
+// same device, pool and completion object again and again). A free on
+// another thread that happened before this call (any synchronization
+// between the two) has bumped the epoch visibly, so the cache never
+// answers for a handle freed before the call.
 // A lookup racing with the free of the same object may see it either way:
 // using a handle while another thread frees it is a thread-safety error
 // (undefined), not a bad argument.
@@ -33,10 +41,24 @@
 namespace lci::util
 {
 
+// The per-thread cache of check(): one entry per live set (sets are few:
+// one per kind of handle; sets beyond kSlots share entries by their index
+// modulo kSlots, which only costs hits). Defined in live_set.cpp with the
+// initial-exec TLS model (no __tls_get_addr call on the fast path).
+struct live_cache_t {
+  static constexpr size_t kSlots = 16;
+  struct entry_t {
+    const void* set;
+    const void* p;
+    uint64_t epoch;
+  };
+  static entry_t* entries();
+};
+
 class live_set_t
 {
  public:
-  live_set_t() { resize(kMinSlots); }
+  live_set_t() : slot_(next_slot()) { resize(kMinSlots); }
 
   void add(const void* p)
   {
@@ -93,6 +115,9 @@ class live_set_t
         if (v == p) {
           t->slots[i].store(tombstone(), std::memory_order_relaxed);
           --live_;
+          // before the free itself: a thread that later checks p (legally,
+          // after learning of the free) sees a new epoch and looks it up
+          epoch_.fetch_add(1, std::memory_order_release);
           return;
         }
       }
@@ -104,10 +129,17 @@ class live_set_t
 
   void check(const void* p, const char* call, const char* what) const
   {
+    live_cache_t::entry_t& c = live_cache_t::entries()[slot_];
+    const uint64_t epoch = epoch_.load(std::memory_order_acquire);
+    if (__builtin_expect(c.p == p && c.set == this && c.epoch == epoch, 1))
+      return;
     if (__builtin_expect(!contains(p), 0))
       throw_fatal(call, ": ", what, " ", p,
                   " is not allocated (already freed, or not from this "
                   "library?)");
+    // the epoch read before the lookup: a free that ran in between makes
+    // the next check look up again
+    c = {this, p, epoch};
   }
 
   size_t size() const
@@ -198,6 +230,14 @@ class live_set_t
     used_ = live_;
   }
 
+  static size_t next_slot()
+  {
+    static std::atomic<size_t> n{0};
+    return n.fetch_add(1, std::memory_order_relaxed) % live_cache_t::kSlots;
+  }
+
+  const size_t slot_;               // this set's entry in live_cache_t
+  std::atomic<uint64_t> epoch_{0};  // frees so far (removes)
   mutable std::mutex mu_;
   std::atomic<uint64_t> version_{0};  // odd while a compaction runs
   std::atomic<table_t*> table_{nullptr};

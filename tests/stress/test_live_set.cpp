@@ -95,3 +95,27 @@ TEST(LiveSet, ConcurrentLookupsDuringChurn)
 }
 
 }  // namespace
+
+// check()'s per-thread cache never vouches for a handle freed before the
+// check: a thread checks an object (now cached), another thread frees it,
+// and the first thread, told of the free, must get the error; re-adding it
+// makes it live again. Also two sets never answer for each other.
+TEST(LiveSet, CacheSeesFreesOfOtherThreads)
+{
+  lci::util::live_set_t set, other;
+  int objects[2];
+  set.add(&objects[0]);
+  set.add(&objects[1]);
+  other.add(&objects[1]);
+  for (int round = 0; round < 200; ++round) {
+    ASSERT_NO_THROW(set.check(&objects[0], "test", "object"));
+    ASSERT_NO_THROW(set.check(&objects[0], "test", "object"));  // cached
+    std::thread freer([&] { set.remove(&objects[0], "test", "object"); });
+    freer.join();  // the free happens before the next check
+    EXPECT_THROW(set.check(&objects[0], "test", "object"), lci::fatal_error);
+    set.add(&objects[0]);
+    ASSERT_NO_THROW(set.check(&objects[0], "test", "object"));
+  }
+  ASSERT_NO_THROW(other.check(&objects[1], "test", "object"));
+  EXPECT_THROW(other.check(&objects[0], "test", "object"), lci::fatal_error);
+}
