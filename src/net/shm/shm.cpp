@@ -63,6 +63,8 @@ namespace
 {
 
 constexpr uint64_t kMagic = 0x4c43492d73686d31ull;  // "LCI-shm1"
+// bytes of messages a device parks when no receive is posted
+constexpr size_t kOverflowMax = size_t(4) << 20;
 
 // message types in the rings
 enum : uint16_t {
@@ -418,6 +420,7 @@ class shm_device_t final : public device_t
     if (nnetwork_.load(std::memory_order_relaxed) > 0) check_network();
     if (njobs_.load(std::memory_order_relaxed) > 0) run_jobs();
     if (!unlinked_) try_unlink();
+    if (!overflow_.empty()) n += drain_overflow(out + n, max - n);
     n += drain(out + n, max - n);
     lock_.unlock();
     return n;
@@ -635,26 +638,56 @@ class shm_device_t final : public device_t
     return false;
   }
 
+  bool pop_recv(recv_t* rv)
+  {
+    util::spin_guard_t g(recv_lock_);
+    if (recvs_.empty()) return false;
+    *rv = recvs_.front();
+    recvs_.pop_front();
+    return true;
+  }
+
+  static cqe_t deliver(const recv_t& rv, const void* data, size_t len)
+  {
+    const char* err = nullptr;
+    if (len > rv.size) {
+      err = "message larger than the receive buffer";
+      len = rv.size;
+    }
+    std::memcpy(rv.buf, data, len);
+    return cqe_t{cqe_t::kind_t::recv, rv.ctx, len, 0, err};
+  }
+
+  // parked messages into receives posted since
+  size_t drain_overflow(cqe_t* out, size_t max)
+  {
+    size_t n = 0;
+    recv_t rv;
+    while (n < max && !overflow_.empty() && pop_recv(&rv)) {
+      const std::string& s = overflow_.front();
+      out[n++] = deliver(rv, s.data(), s.size());
+      overflow_bytes_ -= s.size();
+      overflow_.pop_front();
+    }
+    return n;
+  }
+
   // false: the message must stay (no receive buffer posted)
   bool handle(int r, const ring_consumer_t::msg_t& m, cqe_t* out, size_t* n)
   {
     switch (m.type) {
       case kMsg: {
         recv_t rv;
-        {
-          util::spin_guard_t g(recv_lock_);
-          if (recvs_.empty()) return false;
-          rv = recvs_.front();
-          recvs_.pop_front();
+        if (overflow_.empty() && pop_recv(&rv)) {
+          out[(*n)++] = deliver(rv, m.payload, m.length);
+          return true;
         }
-        const char* err = nullptr;
-        size_t len = m.length;
-        if (len > rv.size) {
-          err = "message larger than the receive buffer";
-          len = rv.size;
-        }
-        std::memcpy(rv.buf, m.payload, len);
-        out[(*n)++] = cqe_t{cqe_t::kind_t::recv, rv.ctx, len, 0, err};
+        // no receive posted: park a copy, within a bound, so that the
+        // messages behind it (immediate data, acks) are not held up
+        if (overflow_bytes_ + m.length > kOverflowMax) return false;
+        overflow_.emplace_back(reinterpret_cast<const char*>(m.payload),
+                               m.length);
+        overflow_bytes_ += m.length;
         return true;
       }
       case kImm: {
@@ -717,6 +750,10 @@ class shm_device_t final : public device_t
   alignas(64) util::spinlock_t lock_;
   std::vector<ring_consumer_t> rx_;
   std::vector<uint64_t> pending_;
+  // messages that found no posted receive, oldest first (at most
+  // kOverflowMax bytes; beyond, messages wait in their rings)
+  std::deque<std::string> overflow_;
+  size_t overflow_bytes_ = 0;
   // local completions (post_send, CMA writes and reads)
   alignas(64) util::spinlock_t local_lock_;
   std::atomic<size_t> nlocal_{0};
