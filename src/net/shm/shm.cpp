@@ -539,6 +539,8 @@ class shm_device_t final : public device_t
     }
   }
 
+  // Queues a fallback transfer and pushes what fits at once: the peer may
+  // depend on it (an ack) while this device's owner no longer polls it.
   void add_job(const tx_job_t& j)
   {
     {
@@ -546,6 +548,7 @@ class shm_device_t final : public device_t
       jobs_.push_back(j);
       njobs_.store(jobs_.size(), std::memory_order_relaxed);
     }
+    run_jobs();
   }
 
   // pushes the fallback transfers' pieces that fit into their rings
