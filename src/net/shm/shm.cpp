@@ -19,16 +19,23 @@
 // Doorbell protocol (no message is ever missed):
 //   sender:   push the message (stamp: release store); seq_cst fence; load
 //             the doorbell word; if its bit is clear, fetch_or the bit.
-//   receiver: load the word; if non-zero, exchange it with 0 and run a
-//             seq_cst fence; then drain the rings whose bits were set, plus
-//             the rings it left non-empty in an earlier poll (pending_).
-// Suppose the receiver's exchange X clears the bit and a message M pushed
-// before the sender's fence F_s is not seen by the receiver's drain (after
-// its fence F_r). The fences are totally ordered: if F_s came before F_r,
-// the receiver's stamp load must see M's stamp (fence-fence rule), a
-// contradiction; so F_r came before F_s, and the sender's doorbell load
-// (after F_s) sees X or a later value: the bit clear (then the sender sets
-// it and a later poll drains M) or set again by a later fetch_or (same).
+//   receiver: a set bit makes its ring "hot": the receiver leaves the bit
+//             set and peeks the ring at every poll (so a busy sender finds
+//             its bit set and does no read-modify-write: in steady state
+//             the doorbell line is only read). After kIdlePolls polls in a
+//             row that find the ring empty, the receiver cools it down:
+//             fetch_and clears the bit (seq_cst), a seq_cst fence, then one
+//             more peek (a message found goes to pending_, drained at the
+//             next poll whatever the bits say).
+// Suppose the clearing X and a message M pushed before the sender's fence
+// F_s, which the receiver's last peek (after its fence F_r) does not see.
+// The fences are totally ordered: if F_s came before F_r, the receiver's
+// stamp load must see M's stamp (fence-fence rule), a contradiction; so F_r
+// came before F_s, and the sender's doorbell load (after F_s) sees X or a
+// later value: the bit clear (then the sender sets it and a later poll
+// finds it) or set again by a later fetch_or (same). While a ring is hot it
+// is peeked at every poll, so its messages need no bell at all. Idle cost:
+// one load per 64 cold senders per poll, plus a peek per hot ring.
 //
 // Devices pair by index across ranks, as with ofi. Locks: the consumer side
 // of a device (its rings, pending_) is one try-lock (poll_comp returns 0 when
@@ -65,6 +72,8 @@ namespace
 constexpr uint64_t kMagic = 0x4c43492d73686d31ull;  // "LCI-shm1"
 // bytes of messages a device parks when no receive is posted
 constexpr size_t kOverflowMax = size_t(4) << 20;
+// polls in a row that find a hot ring empty before it cools down
+constexpr uint32_t kIdlePolls = 1024;
 
 // message types in the rings
 enum : uint16_t {
@@ -238,6 +247,8 @@ class shm_device_t final : public device_t
     for (int r = 0; r < cfg.rank_n; ++r)
       rx_[r] = ring_consumer_t(ring_of(seg_, r), nslots, ctrl_of(seg_, r));
     pending_.assign(lay_.nwords, 0);
+    hot_.assign(lay_.nwords, 0);
+    idle_.assign(static_cast<size_t>(cfg.rank_n), 0);
     chunk_ = std::min<size_t>(cfg.ring_bytes / 4, 65536) - kSlot;
   }
 
@@ -604,26 +615,49 @@ class shm_device_t final : public device_t
   size_t drain(cqe_t* out, size_t max)
   {
     size_t n = 0;
-    auto* bells = reinterpret_cast<uint64_t*>(seg_ + lay_.off_bell);
     for (size_t w = 0; w < lay_.nwords; ++w) {
-      uint64_t* bell =
-          reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(bells) + 64 * w);
-      uint64_t bits = pending_[w];
+      uint64_t* bell = bell_word(w);
+      // bits rung since the last poll: those rings become hot (their bits
+      // stay set, so their senders skip the read-modify-write)
+      uint64_t v = __atomic_load_n(bell, __ATOMIC_RELAXED);
+      hot_[w] |= v;
+      uint64_t bits = hot_[w] | pending_[w];
       pending_[w] = 0;
-      if (n < max && __atomic_load_n(bell, __ATOMIC_RELAXED) != 0) {
-        bits |= __atomic_exchange_n(bell, 0, __ATOMIC_ACQ_REL);
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-      }
       while (bits) {
         int b = __builtin_ctzll(bits);
         bits &= bits - 1;
+        const uint64_t bit = uint64_t(1) << b;
         int r = static_cast<int>(w * 64) + b;
-        if (n >= max || !drain_ring(r, out, max, &n))
-          pending_[w] |= uint64_t(1) << b;
+        if (n >= max) {
+          if (!(hot_[w] & bit)) pending_[w] |= bit;
+          continue;
+        }
+        size_t before = n;
+        bool empty = drain_ring(r, out, max, &n);
         rx_[r].publish();
+        if (!(hot_[w] & bit)) {
+          if (!empty) pending_[w] |= bit;
+          continue;
+        }
+        if (n > before || !empty) {
+          idle_[r] = 0;
+        } else if (++idle_[r] >= kIdlePolls) {
+          // cool down: clear the bit (seq_cst), fence, look once more
+          idle_[r] = 0;
+          hot_[w] &= ~bit;
+          __atomic_fetch_and(bell, ~bit, __ATOMIC_SEQ_CST);
+          std::atomic_thread_fence(std::memory_order_seq_cst);
+          ring_consumer_t::msg_t m;
+          if (rx_[r].peek(&m)) pending_[w] |= bit;
+        }
       }
     }
     return n;
+  }
+
+  uint64_t* bell_word(size_t w) const
+  {
+    return reinterpret_cast<uint64_t*>(seg_ + lay_.off_bell + 64 * w);
   }
 
   // Handles the messages of ring r while there is room for completions;
@@ -752,7 +786,9 @@ class shm_device_t final : public device_t
   // consumer side (under lock_)
   alignas(64) util::spinlock_t lock_;
   std::vector<ring_consumer_t> rx_;
-  std::vector<uint64_t> pending_;
+  std::vector<uint64_t> pending_;  // rings left non-empty, not hot
+  std::vector<uint64_t> hot_;      // rings polled directly, bits left set
+  std::vector<uint32_t> idle_;     // a hot ring's polls in a row with nothing
   // messages that found no posted receive, oldest first (at most
   // kOverflowMax bytes; beyond, messages wait in their rings)
   std::deque<std::string> overflow_;
