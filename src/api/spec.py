@@ -50,8 +50,19 @@ RESOURCES = [
              "libfabric provider of the runtime's network context "
              "(shm on one node, tcp over loopback)",
              choices=["shm", "tcp", "sockets", "verbs", "cxi", "efa"]),
-        attr("std::string", "backend", "ofi", "network backend",
-             choices=["ofi"]),
+        attr("std::string", "backend", "ofi",
+             "network backend: ofi (libfabric, provider ofi_provider_name) "
+             "or shm (native shared memory: every rank on this node, no "
+             "libfabric; see docs/ARCHITECTURE.md)",
+             choices=["ofi", "shm"]),
+        attr("bool", "shm_cma", True,
+             "native shm backend: RMA copies once with cross-memory attach "
+             "(process_vm_writev/readv) when the kernel permits it (probed "
+             "per peer); false copies twice through the rings"),
+        attr("size_t", "shm_ring_size", 262144,
+             "native shm backend: bytes of each inbound ring (one per "
+             "sender rank and device; rounded up to a power of two that "
+             "holds two packets); the same on every rank"),
         attr("std::string", "bootstrap_backend", "auto",
              "how the ranks find each other: auto detects the launcher "
              "(mpi if the program initialized MPI, then pmix, then "

@@ -134,8 +134,10 @@ class context_t
   std::atomic<int64_t> nregistered_{0};
 };
 
-// The context of the backend named in attr.backend (only "ofi" today).
-std::unique_ptr<context_t> alloc_context(const runtime_attr_t& attr);
+// The context of the backend named in attr.backend ("ofi" or "shm") for
+// rank `rank_me` of `rank_n`.
+std::unique_ptr<context_t> alloc_context(const runtime_attr_t& attr,
+                                         int rank_me, int rank_n);
 
 }  // namespace lci::net
 

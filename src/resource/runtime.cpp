@@ -63,7 +63,7 @@ runtime_impl_t::runtime_impl_t(const runtime_attr_t& a) : attr(a)
   rank_me = bootstrap->rank_me();
   rank_n = bootstrap->rank_n();
   tag = agree_on_tag(*bootstrap);
-  net_context = net::alloc_context(attr);
+  net_context = net::alloc_context(attr, rank_me, rank_n);
   const net::caps_t& caps = net_context->caps();
   // rendezvous: auto = write with immediate data when the backend has it
   if (attr.rdv_protocol == "write")

@@ -449,15 +449,21 @@ bool job_t::launch(int rank)
 // libfabric's shm provider keeps each endpoint in "/dev/shm/<pid>:<n>:<m>"
 // and removes it when the endpoint closes, or on SIGTERM/SIGINT; a rank
 // killed by SIGKILL leaves it behind (16 MiB of memory each, and a later
-// process with the same pid finds the name taken). Removes the regions of
-// a rank that ended; it is still a zombie, so its pid is not reused yet.
+// process with the same pid finds the name taken). LCI's native shm backend
+// names its segments "/dev/shm/lci-shm-<pid>-<nonce>-<n>" and unlinks them
+// once every peer has mapped them, so a rank killed during startup can
+// leave one. Removes both kinds of a rank that ended; it is still a zombie,
+// so its pid is not reused yet.
 void remove_shm_regions(pid_t pid)
 {
   DIR* dir = opendir("/dev/shm");
   if (dir == nullptr) return;
   std::string prefix = std::to_string(static_cast<long>(pid)) + ":";
+  std::string native =
+      "lci-shm-" + std::to_string(static_cast<long>(pid)) + "-";
   while (dirent* entry = readdir(dir)) {
-    if (std::strncmp(entry->d_name, prefix.c_str(), prefix.size()) != 0) {
+    if (std::strncmp(entry->d_name, prefix.c_str(), prefix.size()) != 0 &&
+        std::strncmp(entry->d_name, native.c_str(), native.size()) != 0) {
       continue;
     }
     std::string path = std::string("/dev/shm/") + entry->d_name;

@@ -1,0 +1,232 @@
+// The single-producer single-consumer message ring of the native shared-
+// memory backend (src/net/shm/shm.cpp). The ring lives in shared memory (the
+// receiver's segment); each side keeps its own state in private memory.
+//
+// Layout: a power-of-two array of 64-byte slots. A message is a header slot
+// followed by as many slots as its payload needs:
+//
+//   bytes 0..7   stamp: the message's slot position + 1 (positions count
+//                slots since the ring was created and never wrap); written
+//                LAST by the producer, with a release store
+//   bytes 8..11  payload length
+//   bytes 12..13 type (kPad: skip to the end of the array)
+//   bytes 14..15 aux (the user's)
+//   bytes 16..   payload, contiguous, continuing into the following slots
+//
+// so a message of up to 48 bytes (an 8-byte LCI message with its 16-byte
+// header is 24) is one cache line: a ping-pong moves one line per direction.
+// A message never wraps: when it does not fit before the end of the array
+// the producer first writes a pad message covering the rest of it.
+//
+// The consumer reads the stamp at its position with an acquire load; equal
+// to position + 1 means a message is there (and its payload is visible).
+// A slot's first word holds, once consumed, either an old stamp (smaller by
+// a multiple of the array size) or kPoison: the consumer overwrites the
+// first word of every continuation slot it consumed, so stale payload bytes
+// can never pass for a stamp (and a zero-filled ring holds no message,
+// since stamps start at 1).
+//
+// Flow control: the consumer's head (the position after its last consumed
+// message) is published to shared memory with a release store, in batches:
+// when a quarter of the ring has been consumed since the last publication,
+// and whenever the consumer calls publish() (the backend does at the end of
+// every poll). The producer caches the head and re-reads it (acquire) only
+// when the ring looks full. No atomic read-modify-write anywhere.
+//
+// Thread safety: one producer and one consumer at a time (the backend holds
+// a try-lock per side).
+#ifndef LCI_NET_SHM_RING_HPP
+#define LCI_NET_SHM_RING_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace lci::net::shm
+{
+
+constexpr size_t kSlot = 64;
+constexpr size_t kRingHeader = 16;
+constexpr uint16_t kPad = 0xffff;
+constexpr uint64_t kPoison = ~uint64_t(0);
+
+struct alignas(64) slot_t {
+  uint64_t stamp;
+  uint32_t length;
+  uint16_t type;
+  uint16_t aux;
+  unsigned char payload[kSlot - kRingHeader];
+};
+static_assert(sizeof(slot_t) == kSlot, "a slot is a cache line");
+
+// The consumer's published head: one cache line of its own, in shared memory.
+struct alignas(64) ring_ctrl_t {
+  uint64_t head;
+  unsigned char pad_[kSlot - sizeof(uint64_t)];
+};
+
+inline uint64_t load_acquire(const uint64_t* p)
+{
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+inline void store_release(uint64_t* p, uint64_t v)
+{
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+// slots needed by a message of `len` payload bytes
+inline uint64_t slots_for(size_t len)
+{
+  return (kRingHeader + len + kSlot - 1) / kSlot;
+}
+
+class ring_producer_t
+{
+ public:
+  ring_producer_t() = default;
+  ring_producer_t(slot_t* slots, uint64_t nslots, ring_ctrl_t* ctrl)
+      : slots_(slots), nslots_(nslots), ctrl_(ctrl)
+  {
+  }
+  // the largest payload a message may carry (half the ring)
+  size_t max_payload() const { return nslots_ / 2 * kSlot - kRingHeader; }
+
+  // Whether a message of `len` bytes fits now (the next push of up to `len`
+  // bytes then succeeds: only the consumer changes the free space, and it
+  // only grows it).
+  bool fits(size_t len)
+  {
+    uint64_t need = needed(len);
+    if (tail_ + need - cached_head_ <= nslots_) return true;
+    cached_head_ = load_acquire(&ctrl_->head);
+    return tail_ + need - cached_head_ <= nslots_;
+  }
+
+  // Appends a message whose payload is a[0..alen) followed by b[0..blen);
+  // false (nothing written) when the ring is full.
+  bool push(uint16_t type, uint16_t aux, const void* a, size_t alen,
+            const void* b = nullptr, size_t blen = 0)
+  {
+    const size_t len = alen + blen;
+    if (!fits(len)) return false;
+    uint64_t idx = tail_ & (nslots_ - 1);
+    if (idx + slots_for(len) > nslots_) {
+      // pad to the end of the array, then start over at index 0
+      slot_t* s = &slots_[idx];
+      s->length = static_cast<uint32_t>((nslots_ - idx) * kSlot);
+      s->type = kPad;
+      s->aux = 0;
+      store_release(&s->stamp, tail_ + 1);
+      tail_ += nslots_ - idx;
+      idx = 0;
+    }
+    slot_t* s = &slots_[idx];
+    s->length = static_cast<uint32_t>(len);
+    s->type = type;
+    s->aux = aux;
+    unsigned char* p = s->payload;
+    if (alen) std::memcpy(p, a, alen);
+    if (blen) std::memcpy(p + alen, b, blen);
+    store_release(&s->stamp, tail_ + 1);
+    tail_ += slots_for(len);
+    return true;
+  }
+
+  // the position after the last pushed message
+  uint64_t tail() const { return tail_; }
+  // whether the consumer has consumed (and published) every slot before
+  // `pos`
+  bool consumed(uint64_t pos) const
+  {
+    return load_acquire(&ctrl_->head) >= pos;
+  }
+
+ private:
+  // slots a message of `len` bytes takes from the tail, padding included
+  uint64_t needed(size_t len) const
+  {
+    uint64_t k = slots_for(len);
+    uint64_t idx = tail_ & (nslots_ - 1);
+    return idx + k > nslots_ ? (nslots_ - idx) + k : k;
+  }
+
+  slot_t* slots_ = nullptr;
+  uint64_t nslots_ = 0;
+  ring_ctrl_t* ctrl_ = nullptr;
+  uint64_t tail_ = 0;
+  uint64_t cached_head_ = 0;
+};
+
+class ring_consumer_t
+{
+ public:
+  struct msg_t {
+    uint16_t type;
+    uint16_t aux;
+    uint32_t length;
+    const unsigned char* payload;
+  };
+
+  ring_consumer_t() = default;
+  ring_consumer_t(slot_t* slots, uint64_t nslots, ring_ctrl_t* ctrl)
+      : slots_(slots), nslots_(nslots), ctrl_(ctrl)
+  {
+  }
+
+  // The message at the head, if one is there (pads are skipped); it stays
+  // until pop().
+  bool peek(msg_t* m)
+  {
+    for (;;) {
+      slot_t* s = &slots_[head_ & (nslots_ - 1)];
+      if (load_acquire(&s->stamp) != head_ + 1) return false;
+      if (s->type == kPad) {
+        head_ += s->length / kSlot;
+        maybe_publish();
+        continue;
+      }
+      m->type = s->type;
+      m->aux = s->aux;
+      m->length = s->length;
+      m->payload = s->payload;
+      return true;
+    }
+  }
+
+  // Consumes the message peek() returned.
+  void pop(const msg_t& m)
+  {
+    uint64_t k = slots_for(m.length);
+    slot_t* s = &slots_[head_ & (nslots_ - 1)];
+    for (uint64_t i = 1; i < k; ++i) s[i].stamp = kPoison;
+    head_ += k;
+    maybe_publish();
+  }
+
+  // Makes the consumed space available to the producer.
+  void publish()
+  {
+    if (published_ != head_) {
+      published_ = head_;
+      store_release(&ctrl_->head, head_);
+    }
+  }
+
+  uint64_t head() const { return head_; }
+
+ private:
+  void maybe_publish()
+  {
+    if (head_ - published_ >= nslots_ / 4) publish();
+  }
+
+  slot_t* slots_ = nullptr;
+  uint64_t nslots_ = 0;
+  ring_ctrl_t* ctrl_ = nullptr;
+  uint64_t head_ = 0;
+  uint64_t published_ = 0;
+};
+
+}  // namespace lci::net::shm
+
+#endif  // LCI_NET_SHM_RING_HPP

@@ -1,0 +1,24 @@
+// The native shared-memory backend (runtime attribute backend = "shm"): all
+// ranks on one node, no libfabric. Each device owns a POSIX shared-memory
+// segment holding its inbound traffic: one SPSC ring (ring.hpp) per sender
+// rank and a doorbell bitmap; a peer maps the segment at connect and pushes
+// messages into its own ring there. RMA copies once with cross-memory attach
+// (process_vm_writev / process_vm_readv) when the kernel permits it, else
+// twice through the rings. See docs/ARCHITECTURE.md "The native shm
+// backend" and the comments in shm.cpp.
+#ifndef LCI_NET_SHM_SHM_HPP
+#define LCI_NET_SHM_SHM_HPP
+
+#include <memory>
+
+#include "net/net.hpp"
+
+namespace lci::net::shm
+{
+
+std::unique_ptr<context_t> alloc_context(const runtime_attr_t& attr,
+                                         int rank_me, int rank_n);
+
+}  // namespace lci::net::shm
+
+#endif  // LCI_NET_SHM_SHM_HPP

@@ -1,0 +1,204 @@
+// The native shared-memory backend's SPSC ring (src/net/shm/ring.hpp) on its
+// own, in one process: a producer thread and a consumer thread pass millions
+// of messages of random sizes (0 bytes to the ring's maximum, so the array
+// wraps and pads all the time) through a small ring. Checked: every message
+// arrives once, in order, with its type, aux, length and every payload byte;
+// push never blocks (a full ring is a false return) and the producer only
+// ever sees the space the consumer published.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "net/shm/ring.hpp"
+
+namespace
+{
+
+using lci::net::shm::kSlot;
+using lci::net::shm::ring_consumer_t;
+using lci::net::shm::ring_ctrl_t;
+using lci::net::shm::ring_producer_t;
+using lci::net::shm::slot_t;
+
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kTsan = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr bool kTsan = true;
+#else
+constexpr bool kTsan = false;
+#endif
+#else
+constexpr bool kTsan = false;
+#endif
+
+// Message seq's payload is table[offset_of(seq) ..] of a random table twice
+// the largest payload long: every message has different bytes.
+std::vector<unsigned char> make_table(size_t max)
+{
+  std::vector<unsigned char> t(2 * max + 1);
+  std::mt19937_64 rng(42);
+  for (auto& c : t) c = static_cast<unsigned char>(rng());
+  return t;
+}
+inline size_t offset_of(uint64_t seq, size_t max)
+{
+  return (seq * 2654435761u) % (max + 1);
+}
+
+// the length of message seq: mostly small, some up to `max`
+size_t length_of(std::mt19937_64& rng, size_t max)
+{
+  uint64_t r = rng();
+  switch (r % 16) {
+    case 0:  // up to the largest
+      return (r >> 8) % (max + 1);
+    case 1:
+    case 2:
+    case 3:
+      return (r >> 8) % 2000 < max ? (r >> 8) % 2000 : max;
+    case 4:
+    case 5:
+    case 6:
+    case 7:
+      return (r >> 8) % 200;
+    default:
+      return (r >> 8) % 49;  // one slot
+  }
+}
+
+struct ring_mem_t {
+  explicit ring_mem_t(uint64_t nslots)
+      : slots(new slot_t[nslots]()), ctrl(new ring_ctrl_t()), n(nslots)
+  {
+  }
+  std::unique_ptr<slot_t[]> slots;
+  std::unique_ptr<ring_ctrl_t> ctrl;
+  uint64_t n;
+};
+
+void run(uint64_t nslots, uint64_t count, uint64_t seed)
+{
+  ring_mem_t mem(nslots);
+  ring_producer_t prod(mem.slots.get(), nslots, mem.ctrl.get());
+  ring_consumer_t cons(mem.slots.get(), nslots, mem.ctrl.get());
+  const size_t max = prod.max_payload();
+  ASSERT_EQ(max, nslots / 2 * kSlot - 16);
+  const std::vector<unsigned char> table = make_table(max);
+  std::atomic<uint64_t> bad{0};
+  std::atomic<uint64_t> full{0};
+  std::thread producer([&] {
+    std::mt19937_64 rng(seed);
+    for (uint64_t seq = 0; seq < count; ++seq) {
+      size_t len = length_of(rng, max);
+      const unsigned char* buf = table.data() + offset_of(seq, max);
+      // split the payload in two parts at a random point (push gathers)
+      size_t cut = len ? rng() % (len + 1) : 0;
+      uint16_t type = static_cast<uint16_t>(seq % 7);
+      uint16_t aux = static_cast<uint16_t>(seq);
+      while (!prod.push(type, aux, buf, cut, buf + cut, len - cut)) {
+        full.fetch_add(1, std::memory_order_relaxed);
+        std::this_thread::yield();
+      }
+    }
+  });
+  std::mt19937_64 rng(seed);
+  uint64_t polls = 0;
+  for (uint64_t seq = 0; seq < count; ++seq) {
+    size_t len = length_of(rng, max);
+    if (len) rng();  // the cut
+    ring_consumer_t::msg_t m;
+    while (!cons.peek(&m)) {
+      cons.publish();
+      if (++polls % 64 == 0) std::this_thread::yield();
+    }
+    bool ok = m.length == len && m.type == seq % 7 &&
+              m.aux == static_cast<uint16_t>(seq);
+    if (ok && len)
+      ok = std::memcmp(m.payload, table.data() + offset_of(seq, max), len) == 0;
+    if (!ok && bad.fetch_add(1) < 5)
+      ADD_FAILURE() << "message " << seq << ": length " << m.length << " (want "
+                    << len << "), type " << m.type << ", aux " << m.aux;
+    cons.pop(m);
+    // now and then publish early, as a poll's end does
+    if (seq % 13 == 0) cons.publish();
+  }
+  producer.join();
+  ring_consumer_t::msg_t m;
+  EXPECT_FALSE(cons.peek(&m)) << "a message beyond the last one";
+  EXPECT_EQ(bad.load(), 0u);
+  EXPECT_EQ(cons.head(), prod.tail());
+  std::printf("%llu messages through %llu slots, ring full %llu times\n",
+              static_cast<unsigned long long>(count),
+              static_cast<unsigned long long>(nslots),
+              static_cast<unsigned long long>(full.load()));
+}
+
+TEST(ShmRing, SmallRingRandomSizes) { run(64, kTsan ? 200000 : 2000000, 1); }
+
+TEST(ShmRing, LargeRingRandomSizes) { run(2048, kTsan ? 200000 : 2000000, 2); }
+
+// Single-threaded edge cases: empty ring, exactly full ring, a message that
+// needs padding, zero-length messages, the largest message.
+TEST(ShmRing, FullAndWrap)
+{
+  const uint64_t n = 16;
+  ring_mem_t mem(n);
+  ring_producer_t prod(mem.slots.get(), n, mem.ctrl.get());
+  ring_consumer_t cons(mem.slots.get(), n, mem.ctrl.get());
+  ring_consumer_t::msg_t m;
+  EXPECT_FALSE(cons.peek(&m));
+  // 16 one-slot messages fill the ring; the 17th does not fit
+  for (int i = 0; i < 16; ++i) ASSERT_TRUE(prod.push(1, i, &i, sizeof(i)));
+  int x = 99;
+  EXPECT_FALSE(prod.push(1, 0, &x, sizeof(x)));
+  // consumed but not published: still full
+  ASSERT_TRUE(cons.peek(&m));
+  cons.pop(m);
+  EXPECT_FALSE(prod.push(1, 0, &x, sizeof(x)));
+  cons.publish();
+  EXPECT_TRUE(prod.push(1, 16, &x, sizeof(x)));
+  for (int i = 1; i < 17; ++i) {
+    ASSERT_TRUE(cons.peek(&m));
+    int v;
+    std::memcpy(&v, m.payload, sizeof(v));
+    EXPECT_EQ(m.aux, i);
+    EXPECT_EQ(v, i == 16 ? 99 : i);
+    cons.pop(m);
+  }
+  EXPECT_FALSE(cons.peek(&m));
+  cons.publish();
+  // at index 1 now: a 8-slot message fits before the end; then a 8-slot one
+  // needs a pad of 7 slots (15 slots in all, 16 free)
+  std::vector<unsigned char> big(prod.max_payload(), 0xab);
+  EXPECT_EQ(big.size(), 8 * kSlot - 16);
+  ASSERT_TRUE(prod.push(2, 0, big.data(), big.size()));
+  EXPECT_FALSE(prod.push(2, 1, big.data(), big.size()));  // 8 free
+  ASSERT_TRUE(cons.peek(&m));
+  EXPECT_EQ(m.length, big.size());
+  cons.pop(m);
+  cons.publish();
+  ASSERT_TRUE(prod.push(2, 1, big.data(), big.size()));
+  ASSERT_TRUE(prod.push(3, 2, nullptr, 0));
+  ASSERT_TRUE(cons.peek(&m));
+  EXPECT_EQ(m.aux, 1);
+  EXPECT_EQ(m.payload, mem.slots[0].payload);  // padded to the start
+  cons.pop(m);
+  ASSERT_TRUE(cons.peek(&m));
+  EXPECT_EQ(m.length, 0u);
+  EXPECT_EQ(m.type, 3);
+  cons.pop(m);
+  EXPECT_FALSE(cons.peek(&m));
+  // the big messages' continuation slots were poisoned: an all-0xab payload
+  // never looks like a stamp
+  for (uint64_t i = 1; i < 8; ++i)
+    EXPECT_EQ(mem.slots[i].stamp, lci::net::shm::kPoison);
+}
+
+}  // namespace
