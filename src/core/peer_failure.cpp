@@ -184,7 +184,7 @@ void maybe_check_peers(runtime_impl_t* rt)
 bool network_error_is_peer_failure(runtime_impl_t* rt, int rank,
                                    const char* why)
 {
-  if (rank >= rt->rank_n) return false;
+  if (rank >= rt->rank_n || rank == rt->rank_me) return false;
   if (rank >= 0 && peer_is_failed(rt, rank)) return true;
   if (rank >= 0 && !rt->peers[rank].same_host) {
     mark_peer_failed(rt, rank,

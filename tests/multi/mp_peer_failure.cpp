@@ -1,11 +1,12 @@
 // Peer failure (issue #8 item 2; run with lcrun --keep-going -n 2 or 3):
 // the victim rank (default: the last) kills itself with SIGKILL at an
-// agreed wall-clock time T0, while every survivor has operations
-// outstanding with it:
+// agreed wall-clock time T0 (later if a survivor is late to say it is
+// ready), while every survivor has operations outstanding with it:
 //   - a receive posted with the victim as source (the victim never sends);
 //   - a rendezvous send to the victim (never received: it sleeps);
-//   - a put into the victim's registered region (may or may not complete
-//     before T0: either way its completion must come);
+//   - two puts into the victim's registered region, before and after the
+//     survivor says it is ready (each may or may not complete before T0:
+//     either way its completion must come);
 //   - an ANY_SOURCE receive, which must stay posted.
 // Each survivor keeps calling progress and checks:
 //   - progress throws peer_failure_error naming the victim within --bound
@@ -14,7 +15,13 @@
 //     errorcode_t::fatal_peer_failure, the put with that or done;
 //   - a new post to the victim throws peer_failure_error at once;
 //   - the survivors still exchange messages (eager and rendezvous, checked
-//     byte by byte) and the ANY_SOURCE receive is matched by one of them;
+//     byte by byte) on a second device, and with --ring-default on the
+//     default device too, and the ANY_SOURCE receive is matched by one of
+//     them. Not on shm's default device: libfabric's shm provider completes
+//     the operations of an endpoint in the order of its response queue, so
+//     an operation that waits for the dead rank's response (a put, a
+//     packet of over 4 KiB to it) holds back the completion of every later
+//     one that needs a response (docs/RELIABILITY.md);
 //   - g_runtime_fina returns within --bound seconds.
 // Prints "detect_ms=<ms from T0 to the exception>" per survivor (read by
 // docs/RELIABILITY.md's measurement). Exit status 0 on success; the victim
@@ -31,8 +38,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include "core/introspect.hpp"
 
 namespace
 {
@@ -62,6 +67,7 @@ double seconds_since(int64_t t0) { return (realtime_ns() - t0) / 1e9; }
 constexpr lci::tag_t kTagNeverSent = 100;
 constexpr lci::tag_t kTagRdv = 101;
 constexpr lci::tag_t kTagAny = 200;
+constexpr lci::tag_t kTagReady = 201;
 constexpr lci::tag_t kTagRing = 300;
 constexpr size_t kRdvSize = 256 * 1024;
 constexpr size_t kRegion = 1 << 20;
@@ -73,11 +79,12 @@ unsigned char pattern(int src, size_t i)
 
 // Polls a synchronizer with progress, swallowing nothing: returns false if
 // it did not fire within `seconds`.
-bool wait_for(lci::comp_t sync, lci::status_t* out, double seconds)
+bool wait_for(lci::comp_t sync, lci::status_t* out, double seconds,
+              lci::device_t dev = lci::device_t())
 {
   int64_t start = realtime_ns();
   while (!lci::sync_test(sync, out)) {
-    lci::progress();
+    lci::progress_x().device(dev)();
     if (seconds_since(start) > seconds) return false;
   }
   return true;
@@ -89,12 +96,15 @@ int main(int argc, char** argv)
 {
   double bound = 10;
   int victim = -1;
+  bool ring_default = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--bound" && i + 1 < argc)
       bound = std::atof(argv[++i]);
     else if (a == "--victim" && i + 1 < argc)
       victim = std::atoi(argv[++i]);
+    else if (a == "--ring-default")
+      ring_default = true;
   }
   lci::g_runtime_init();
   g_rank = lci::get_rank_me();
@@ -106,6 +116,9 @@ int main(int argc, char** argv)
   }
   const bool is_victim = g_rank == victim;
 
+  // a device that never talks to the victim (see the header on shm)
+  lci::device_t dev2 = lci::alloc_device();
+
   // the victim's region, for the put
   std::vector<char> region(kRegion);
   lci::mr_t mr = lci::register_memory(region.data(), region.size());
@@ -116,7 +129,19 @@ int main(int argc, char** argv)
   lci::broadcast(&t0, sizeof(t0), 0);
 
   if (is_victim) {
-    // no progress from here: nothing sent to it is received
+    // wait until every survivor has posted its first operations (so none is
+    // still inside the broadcast, which may need this rank's progress, when
+    // it dies), then no progress: what is sent from here on is not received
+    std::vector<int64_t> words(n);
+    for (int r = 0; r < n; ++r) {
+      if (r == victim) continue;
+      lci::comp_t c = lci::alloc_sync();
+      // done: it had arrived already (the synchronizer is not signalled)
+      if (lci::post_recv(r, &words[r], sizeof(int64_t), kTagReady, c)
+              .is_posted())
+        lci::sync_wait(c, nullptr);
+      lci::free_comp(&c);
+    }
     while (realtime_ns() < t0)
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     raise(SIGKILL);
@@ -141,6 +166,16 @@ int main(int argc, char** argv)
            .allow_retry(false)();
   const bool put_done_at_once = st.is_done();
   CHECK(st.is_posted() || st.is_done(), "put to the victim: %s",
+        st.error.get_str());
+  int64_t ready = g_rank;
+  lci::post_send(victim, &ready, sizeof(ready), kTagReady, lci::COMP_NULL);
+  // a second put: the victim has (most likely) stopped receiving by now
+  lci::comp_t s_put2 = lci::alloc_sync();
+  st = lci::post_put_x(victim, pbuf.data(), pbuf.size(), s_put2,
+                       static_cast<uint64_t>(g_rank) * pbuf.size(), victim_rmr)
+           .allow_retry(false)();
+  const bool put2_done_at_once = st.is_done();
+  CHECK(st.is_posted() || st.is_done(), "second put to the victim: %s",
         st.error.get_str());
   std::vector<char> any_buf(16);
   st = lci::post_recv(lci::ANY_SOURCE, any_buf.data(), any_buf.size(), kTagAny,
@@ -188,11 +223,13 @@ int main(int argc, char** argv)
   CHECK(wait_for(s_rdv, &out, bound), "the rendezvous send hangs");
   CHECK(out.error == lci::errorcode_t::fatal_peer_failure && out.rank == victim,
         "the rendezvous send: %s rank %d", out.error.get_str(), out.rank);
-  if (!put_done_at_once) {
-    CHECK(wait_for(s_put, &out, bound), "the put hangs");
+  for (auto put : {std::make_pair(s_put, put_done_at_once),
+                   std::make_pair(s_put2, put2_done_at_once)}) {
+    if (put.second) continue;
+    CHECK(wait_for(put.first, &out, bound), "a put hangs");
     CHECK(out.error == lci::errorcode_t::fatal_peer_failure ||
               out.error == lci::errorcode_t::done,
-          "the put: %s", out.error.get_str());
+          "a put: %s", out.error.get_str());
     std::printf("rank %d: put %s\n", g_rank, out.error.get_str());
   }
   CHECK(!lci::sync_test(s_any, &out), "the ANY_SOURCE receive fired: %s",
@@ -215,35 +252,34 @@ int main(int argc, char** argv)
   while (alive[me] != g_rank) ++me;
   const int next = alive[(me + 1) % alive.size()];
   const int prev = alive[(me + alive.size() - 1) % alive.size()];
-  for (size_t size : {size_t(8), size_t(4096), kRdvSize}) {
-    std::vector<char> in(size), outb(size);
-    for (size_t i = 0; i < size; ++i) outb[i] = pattern(g_rank, i);
-    lci::comp_t rs = lci::alloc_sync();
-    lci::comp_t ss = lci::alloc_sync();
-    st = lci::post_recv(prev, in.data(), size, kTagRing, rs);
-    const bool r_posted = st.is_posted();
-    st = lci::post_send_x(next, outb.data(), size, kTagRing, ss)
-             .allow_retry(false)();
-    if (st.is_posted() && !wait_for(ss, &out, bound)) {
-      auto c = lci::introspect::get_counts();
-      std::fprintf(stderr,
-                   "rank %d: stuck: backlog %zu sends %lld ops %lld rdv %zu\n",
-                   g_rank, c.backlog, (long long)c.sends_pending,
-                   (long long)c.ops_pending, c.rdv_ctxs);
+  auto ring = [&](lci::device_t dev, const char* which) {
+    for (size_t size : {size_t(8), size_t(4096), kRdvSize}) {
+      std::vector<char> in(size), outb(size);
+      for (size_t i = 0; i < size; ++i) outb[i] = pattern(g_rank, i);
+      lci::comp_t rs = lci::alloc_sync();
+      lci::comp_t ss = lci::alloc_sync();
+      lci::status_t r =
+          lci::post_recv_x(prev, in.data(), size, kTagRing, rs).device(dev)();
+      lci::status_t s = lci::post_send_x(next, outb.data(), size, kTagRing, ss)
+                            .device(dev)
+                            .allow_retry(false)();
+      bool ok = true;
+      if (s.is_posted() && !wait_for(ss, &out, bound, dev)) ok = false;
+      CHECK(ok, "%s: ring send of %zu bytes to rank %d hangs", which, size,
+            next);
+      if (ok && r.is_posted() && !wait_for(rs, &out, bound, dev)) ok = false;
+      CHECK(ok, "%s: ring receive of %zu bytes hangs", which, size);
+      if (!ok) return;  // the completion objects may still be signalled
+      bool same = true;
+      for (size_t i = 0; i < size; ++i)
+        if (in[i] != static_cast<char>(pattern(prev, i))) same = false;
+      CHECK(same, "%s: %zu bytes from rank %d differ", which, size, prev);
+      lci::free_comp(&rs);
+      lci::free_comp(&ss);
     }
-    if (false)
-      CHECK(wait_for(ss, &out, bound),
-            "ring send of %zu bytes to rank %d hangs (%s)", size, next,
-            st.error.get_str());
-    if (r_posted)
-      CHECK(wait_for(rs, &out, bound), "ring receive of %zu bytes hangs", size);
-    bool same = true;
-    for (size_t i = 0; i < size; ++i)
-      if (in[i] != static_cast<char>(pattern(prev, i))) same = false;
-    CHECK(same, "%zu bytes from rank %d differ", size, prev);
-    lci::free_comp(&rs);
-    lci::free_comp(&ss);
-  }
+  };
+  ring(dev2, "second device");
+  if (ring_default) ring(lci::device_t(), "default device");
   // the ANY_SOURCE receive is matched by a survivor
   int64_t word = g_rank;
   st = lci::post_send_x(next, &word, sizeof(word), kTagAny, lci::COMP_NULL)
@@ -258,9 +294,14 @@ int main(int argc, char** argv)
   lci::free_comp(&s_recv);
   lci::free_comp(&s_rdv);
   lci::free_comp(&s_put);
+  lci::free_comp(&s_put2);
   lci::free_comp(&s_any);
   lci::deregister_memory(&mr);
   int64_t f0 = realtime_ns();
+  lci::free_device(&dev2);
+  double fdev = seconds_since(f0);
+  CHECK(fdev <= bound, "free_device took %.3f s", fdev);
+  f0 = realtime_ns();
   lci::g_runtime_fina();
   double fina = seconds_since(f0);
   CHECK(fina <= bound, "g_runtime_fina took %.3f s", fina);
