@@ -222,7 +222,7 @@ void message_failed(device_impl_t* dev, const net::cqe_t& c)
     dev->nrecvs_posted.fetch_sub(1, std::memory_order_relaxed);
   }
   if (pkt) packet_pool_impl_t::put(pkt);
-  if (network_error_is_peer_failure(dev->runtime, -1, c.error)) return;
+  if (network_error_is_peer_failure(dev->runtime, c.rank, c.error)) return;
   util::throw_fatal("progress: libfabric completion error on a ",
                     c.kind == net::cqe_t::kind_t::send ? "send" : "receive",
                     ": ", c.error);
@@ -247,7 +247,8 @@ void handle_cqe(device_impl_t* dev, const net::cqe_t& c)
       return;
     case net::cqe_t::kind_t::remote_write:
       if (c.error) {
-        if (network_error_is_peer_failure(dev->runtime, -1, c.error)) return;
+        if (network_error_is_peer_failure(dev->runtime, c.rank, c.error))
+          return;
         util::throw_fatal(
             "progress: libfabric completion error on an "
             "incoming write: ",

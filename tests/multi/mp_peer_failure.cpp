@@ -70,7 +70,9 @@ constexpr lci::tag_t kTagAny = 200;
 constexpr lci::tag_t kTagReady = 201;
 constexpr lci::tag_t kTagRing = 300;
 constexpr size_t kRdvSize = 256 * 1024;
-constexpr size_t kRegion = 1 << 20;
+constexpr size_t kPut2 = 4 << 20;  // the second put: long enough to be
+                                   // in flight when the victim dies
+constexpr size_t kRegion = 16 << 20;
 
 unsigned char pattern(int src, size_t i)
 {
@@ -171,8 +173,9 @@ int main(int argc, char** argv)
   lci::post_send(victim, &ready, sizeof(ready), kTagReady, lci::COMP_NULL);
   // a second put: the victim has (most likely) stopped receiving by now
   lci::comp_t s_put2 = lci::alloc_sync();
-  st = lci::post_put_x(victim, pbuf.data(), pbuf.size(), s_put2,
-                       static_cast<uint64_t>(g_rank) * pbuf.size(), victim_rmr)
+  std::vector<char> pbuf2(kPut2, 'q');
+  st = lci::post_put_x(victim, pbuf2.data(), pbuf2.size(), s_put2,
+                       static_cast<uint64_t>(g_rank % 3) * kPut2, victim_rmr)
            .allow_retry(false)();
   const bool put2_done_at_once = st.is_done();
   CHECK(st.is_posted() || st.is_done(), "second put to the victim: %s",
