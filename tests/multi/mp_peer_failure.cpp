@@ -4,6 +4,8 @@
 // ready), while every survivor has operations outstanding with it:
 //   - a receive posted with the victim as source (the victim never sends);
 //   - a rendezvous send to the victim (never received: it sleeps);
+//   - a rendezvous receive of the victim's last send (its RTS may arrive,
+//     its data never does);
 //   - two puts into the victim's registered region, before and after the
 //     survivor says it is ready (each may or may not complete before T0:
 //     either way its completion must come);
@@ -11,8 +13,8 @@
 // Each survivor keeps calling progress and checks:
 //   - progress throws peer_failure_error naming the victim within --bound
 //     seconds of T0, once (later progress calls do not throw again);
-//   - the receive and the rendezvous send completed with
-//     errorcode_t::fatal_peer_failure, the put with that or done;
+//   - the receives and the rendezvous send completed with
+//     errorcode_t::fatal_peer_failure, each put with that or done;
 //   - a new post to the victim throws peer_failure_error at once;
 //   - the survivors still exchange messages (eager and rendezvous, checked
 //     byte by byte) on a second device, and with --ring-default on the
@@ -66,6 +68,7 @@ double seconds_since(int64_t t0) { return (realtime_ns() - t0) / 1e9; }
 
 constexpr lci::tag_t kTagNeverSent = 100;
 constexpr lci::tag_t kTagRdv = 101;
+constexpr lci::tag_t kTagRdvIn = 102;
 constexpr lci::tag_t kTagAny = 200;
 constexpr lci::tag_t kTagReady = 201;
 constexpr lci::tag_t kTagRing = 300;
@@ -144,6 +147,14 @@ int main(int argc, char** argv)
         lci::sync_wait(c, nullptr);
       lci::free_comp(&c);
     }
+    // a rendezvous send to every survivor: its RTS may go out, the rest
+    // never will (no more progress here)
+    std::vector<char> big(kRdvSize, 'v');
+    lci::comp_t sent = lci::alloc_sync();
+    for (int r = 0; r < n; ++r)
+      if (r != victim)
+        lci::post_send_x(r, big.data(), big.size(), kTagRdvIn, sent)
+            .allow_retry(false)();
     while (realtime_ns() < t0)
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     raise(SIGKILL);
@@ -168,6 +179,12 @@ int main(int argc, char** argv)
            .allow_retry(false)();
   const bool put_done_at_once = st.is_done();
   CHECK(st.is_posted() || st.is_done(), "put to the victim: %s",
+        st.error.get_str());
+  // the victim's rendezvous send to us: matched or not, it cannot finish
+  std::vector<char> rin(kRdvSize);
+  lci::comp_t s_rdvin = lci::alloc_sync();
+  st = lci::post_recv(victim, rin.data(), rin.size(), kTagRdvIn, s_rdvin);
+  CHECK(st.is_posted(), "rendezvous receive from the victim: %s",
         st.error.get_str());
   int64_t ready = g_rank;
   lci::post_send(victim, &ready, sizeof(ready), kTagReady, lci::COMP_NULL);
@@ -226,6 +243,9 @@ int main(int argc, char** argv)
   CHECK(wait_for(s_rdv, &out, bound), "the rendezvous send hangs");
   CHECK(out.error == lci::errorcode_t::fatal_peer_failure && out.rank == victim,
         "the rendezvous send: %s rank %d", out.error.get_str(), out.rank);
+  CHECK(wait_for(s_rdvin, &out, bound), "the rendezvous receive hangs");
+  CHECK(out.error == lci::errorcode_t::fatal_peer_failure && out.rank == victim,
+        "the rendezvous receive: %s rank %d", out.error.get_str(), out.rank);
   for (auto put : {std::make_pair(s_put, put_done_at_once),
                    std::make_pair(s_put2, put2_done_at_once)}) {
     if (put.second) continue;
@@ -296,6 +316,7 @@ int main(int argc, char** argv)
 
   lci::free_comp(&s_recv);
   lci::free_comp(&s_rdv);
+  lci::free_comp(&s_rdvin);
   lci::free_comp(&s_put);
   lci::free_comp(&s_put2);
   lci::free_comp(&s_any);
