@@ -10,7 +10,9 @@
 #include <sstream>
 
 #include "core/recv.hpp"
+#include "core/send_comp.hpp"
 #include "core/transfer.hpp"
+#include "resource/device.hpp"
 #include "resource/matching_engine.hpp"
 
 namespace lci
@@ -229,6 +231,14 @@ void mark_peer_failed(runtime_impl_t* rt, int rank, const std::string& why)
   // from here on posts naming `rank` throw, and its messages are dropped;
   // what was posted before waits in the tables below
   fail_recvs(rt, rank);
+  // sends with comp_semantic network on every device (free_device waits
+  // for no poller before it deletes a device: the attentive-progress rule)
+  rt->attentive_pollers.fetch_add(1, std::memory_order_acq_rel);
+  const size_t ndev = rt->devices.size_hint();
+  for (size_t i = 0; i < ndev; ++i)
+    if (device_impl_t* d = rt->devices.get(i, nullptr))
+      fail_network_sends(d, rank);
+  rt->attentive_pollers.fetch_sub(1, std::memory_order_release);
   std::vector<transfer_op_t*> dead;
   fail_rdv_peer(rt, rank, &dead);
   fail_rma_peer(rt, rank, &dead);

@@ -58,6 +58,7 @@ device_impl_t::device_impl_t(runtime_impl_t* rt, packet_pool_impl_t* p,
                              const device_attr_t& a)
     : attr(a), runtime(rt), pool(p)
 {
+  pending_sends.prev = pending_sends.next = &pending_sends;
   if (attr.net_max_recvs == 0 || attr.net_max_sends == 0 ||
       attr.net_max_cqes == 0)
     util::throw_fatal("alloc_device: net_max_sends (", attr.net_max_sends,

@@ -6,6 +6,8 @@
 //   - a rendezvous send to the victim (never received: it sleeps);
 //   - a rendezvous receive of the victim's last send (its RTS may arrive,
 //     its data never does);
+//   - a 1 KiB send with comp_semantic network to the victim (on shm it
+//     completes only when the target has processed it);
 //   - two puts into the victim's registered region, before and after the
 //     survivor says it is ready (each may or may not complete before T0:
 //     either way its completion must come);
@@ -14,7 +16,8 @@
 //   - progress throws peer_failure_error naming the victim within --bound
 //     seconds of T0, once (later progress calls do not throw again);
 //   - the receives and the rendezvous send completed with
-//     errorcode_t::fatal_peer_failure, each put with that or done;
+//     errorcode_t::fatal_peer_failure, each put and the network-semantic
+//     send with that or done;
 //   - a new post to the victim throws peer_failure_error at once;
 //   - the survivors still exchange messages (eager and rendezvous, checked
 //     byte by byte) on a second device, and with --ring-default on the
@@ -69,6 +72,7 @@ double seconds_since(int64_t t0) { return (realtime_ns() - t0) / 1e9; }
 constexpr lci::tag_t kTagNeverSent = 100;
 constexpr lci::tag_t kTagRdv = 101;
 constexpr lci::tag_t kTagRdvIn = 102;
+constexpr lci::tag_t kTagNet = 103;
 constexpr lci::tag_t kTagAny = 200;
 constexpr lci::tag_t kTagReady = 201;
 constexpr lci::tag_t kTagRing = 300;
@@ -195,6 +199,15 @@ int main(int argc, char** argv)
                        static_cast<uint64_t>(g_rank % 3) * kPut2, victim_rmr)
            .allow_retry(false)();
   const bool put2_done_at_once = st.is_done();
+  // a send with comp_semantic network: on shm it completes only once the
+  // target has processed it, which the victim no longer does
+  std::vector<char> nbuf(1024, 'n');
+  lci::comp_t s_net = lci::alloc_sync();
+  st = lci::post_send_x(victim, nbuf.data(), nbuf.size(), kTagNet, s_net)
+           .comp_semantic(lci::comp_semantic_t::network)
+           .allow_retry(false)();
+  CHECK(st.is_posted(), "network-semantic send to the victim: %s",
+        st.error.get_str());
   CHECK(st.is_posted() || st.is_done(), "second put to the victim: %s",
         st.error.get_str());
   std::vector<char> any_buf(16);
@@ -246,6 +259,11 @@ int main(int argc, char** argv)
   CHECK(wait_for(s_rdvin, &out, bound), "the rendezvous receive hangs");
   CHECK(out.error == lci::errorcode_t::fatal_peer_failure && out.rank == victim,
         "the rendezvous receive: %s rank %d", out.error.get_str(), out.rank);
+  CHECK(wait_for(s_net, &out, bound), "the network-semantic send hangs");
+  CHECK(out.error == lci::errorcode_t::fatal_peer_failure ||
+            out.error == lci::errorcode_t::done,
+        "the network-semantic send: %s", out.error.get_str());
+  std::printf("rank %d: network send %s\n", g_rank, out.error.get_str());
   for (auto put : {std::make_pair(s_put, put_done_at_once),
                    std::make_pair(s_put2, put2_done_at_once)}) {
     if (put.second) continue;
@@ -319,6 +337,7 @@ int main(int argc, char** argv)
   lci::free_comp(&s_rdvin);
   lci::free_comp(&s_put);
   lci::free_comp(&s_put2);
+  lci::free_comp(&s_net);
   lci::free_comp(&s_any);
   lci::deregister_memory(&mr);
   int64_t f0 = realtime_ns();
