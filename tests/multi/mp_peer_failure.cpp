@@ -94,7 +94,10 @@ bool wait_for(lci::comp_t sync, lci::status_t* out, double seconds,
   int64_t start = realtime_ns();
   while (!lci::sync_test(sync, out)) {
     lci::progress_x().device(dev)();
-    if (seconds_since(start) > seconds) return false;
+    if (seconds_since(start) > seconds) {
+      *out = lci::status_t();  // not a stale status of an earlier wait
+      return false;
+    }
   }
   return true;
 }
