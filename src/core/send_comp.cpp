@@ -59,10 +59,14 @@ void fail_network_sends(device_impl_t* dev, int rank)
     }
   }
   // the records stay with their packets: the network still owns those and
-  // complete_send frees the record if its completion ever comes
-  for (send_comp_t* sc : failed)
+  // complete_send frees the record if its completion ever comes. The sends
+  // no longer count as pending (free_device need not wait for them: they
+  // may never complete); complete_send does not count them down again.
+  for (send_comp_t* sc : failed) {
     sc->comp->signal(peer_failure_status(
         rank, sc->status.buffer, sc->status.tag, sc->status.user_context));
+    dev->nsends_pending.fetch_sub(1, std::memory_order_release);
+  }
 }
 
 error_t post_packet(device_impl_t* dev, int rank, packet_t* p, size_t wire,
@@ -80,16 +84,16 @@ error_t post_packet(device_impl_t* dev, int rank, packet_t* p, size_t wire,
   error_t e = comp ? dev->net->post_send_network(rank, p->data(), wire, p)
                    : dev->net->post_send(rank, p->data(), wire, p);
   if (e.is_retry()) {
-    dev->nsends_pending.fetch_sub(1, std::memory_order_relaxed);
     auto* sc = static_cast<send_comp_t*>(p->send_comp);
     if (sc && !unlink(dev, sc)) {
-      // a peer failure signalled it meanwhile: the post is over, and the
-      // packet goes back as its completion would have sent it
+      // a peer failure signalled it (and counted it down) meanwhile: the
+      // post is over, and the packet goes back as its completion would
       delete sc;
       p->send_comp = nullptr;
       packet_pool_impl_t::put(p);
       return errorcode_t::posted;
     }
+    dev->nsends_pending.fetch_sub(1, std::memory_order_relaxed);
     delete sc;
     p->send_comp = nullptr;
   }
@@ -106,16 +110,18 @@ void complete_send(device_impl_t* dev, packet_t* p)
   struct finish_t {
     device_impl_t* dev;
     packet_t* p;
+    bool counted = true;  // false: a peer failure counted it down already
     ~finish_t()
     {
       packet_pool_impl_t::put(p);
       // release: whoever sees the count drop (test_drained) sees the signal
-      dev->nsends_pending.fetch_sub(1, std::memory_order_release);
+      if (counted) dev->nsends_pending.fetch_sub(1, std::memory_order_release);
     }
   } finish{dev, p};
   if (sc) {
     // not linked: a peer failure signalled it already
     const bool mine = unlink(dev, sc);
+    finish.counted = mine;
     comp_impl_t* comp = sc->comp;
     status_t status = sc->status;
     delete sc;
