@@ -77,6 +77,9 @@ enum class errorcode_t {
   retry_backlog,   // the backlog queue is not empty
   retry_max,
   fatal,
+  // the peer of the operation failed (peer_failure_error): the operation
+  // will never complete normally
+  fatal_peer_failure,
 };
 
 const char* get_errorcode_str(errorcode_t code);
@@ -100,6 +103,7 @@ struct error_t {
     return errorcode > errorcode_t::retry_min &&
            errorcode < errorcode_t::retry_max;
   }
+  bool is_fatal() const { return errorcode >= errorcode_t::fatal; }
   void reset(errorcode_t code = errorcode_t::retry) { errorcode = code; }
   const char* get_str() const { return get_errorcode_str(errorcode); }
   bool operator==(const error_t& o) const { return errorcode == o.errorcode; }
@@ -137,6 +141,7 @@ struct status_t {
   bool is_done() const { return error.is_done(); }
   bool is_posted() const { return error.is_posted(); }
   bool is_retry() const { return error.is_retry(); }
+  bool is_fatal() const { return error.is_fatal(); }
 };
 
 enum class direction_t { OUT, IN };

@@ -105,6 +105,13 @@ RESOURCES = [
              "largest single RDMA transfer of a rendezvous, put or get; "
              "larger ones are split (0: the backend's maximum; clamped to it; "
              "after allocation the attribute reports the value in force)"),
+        attr("size_t", "peer_check_interval", 100,
+             "milliseconds between two checks, by progress, that the "
+             "processes of the peer ranks on this host are alive (by pid, "
+             "exchanged at alloc_runtime); a dead one is a peer failure "
+             "(docs/RELIABILITY.md). Checked with a coarse clock when "
+             "progress is idle or every 64 calls; 0 disables the check "
+             "(network errors still report failures)"),
         attr("size_t", "idle_spins", 64,
              "progress polls in a row that find nothing before a blocking "
              "call (sync_wait, a blocking post, a blocking collective) "

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstring>
 
+#include "core/peer_failure.hpp"
 #include "resource/device.hpp"
 #include "resource/packet_pool.hpp"
 #include "resource/runtime.hpp"
@@ -49,6 +50,8 @@ void send_control(device_impl_t* dev, int rank, const msg_header_t& hdr,
   std::array<char, kMaxControlPayload> copy;
   if (size) std::memcpy(copy.data(), payload, size);
   dev->backlog.push([dev, rank, hdr, copy, size]() -> error_t {
+    // nobody waits for a control message to a failed rank
+    if (peer_is_failed(dev->runtime, rank)) return errorcode_t::done;
     return try_send_control(dev, nullptr, rank, hdr, copy.data(), size);
   });
 }

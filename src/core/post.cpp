@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "comp/sync.hpp"
+#include "core/peer_failure.hpp"
 #include "core/progress.hpp"
 #include "core/protocol.hpp"
 #include "core/recv.hpp"
@@ -134,9 +135,17 @@ status_t post_in(const post_args_t& a, comp_impl_t* comp,
                  recv_t** posted = nullptr)
 {
   auto key = a.me->key(a.rank, a.tag, a.policy);
-  auto* recv = new recv_t{a.buffer, a.size, comp, a.user_context, a.mr};
+  auto* recv =
+      new recv_t{a.buffer, a.size, comp, a.user_context, a.mr, a.rank, a.tag};
   void* pkt = a.me->insert(key, recv, matching_engine_impl_t::type_t::recv);
   if (!pkt) {
+    // the source failed after the post was checked and before the receive
+    // was in the engine, so the failure's sweep may have missed it
+    if (peer_is_failed(a.rt, a.rank) &&
+        a.me->remove(key, recv, matching_engine_impl_t::type_t::recv)) {
+      delete recv;
+      throw_peer_failed(a.rt, a.rank, "post_comm");
+    }
     if (posted) *posted = recv;
     return status_t(errorcode_t::posted);
   }
@@ -331,6 +340,18 @@ status_t post_backlog(const post_args_t& a, path_t path, direction_t dir,
       if (!a.upacket) queued.comp = new origin_buffer_comp_t(comp, a.buffer);
     }
     a.dev->backlog.push([queued, data, comp, signal, result]() -> error_t {
+      if (peer_is_failed(queued.rt, queued.rank)) {
+        // never sent: a user packet goes back to its pool; whoever waits
+        // for a signal gets the failure
+        if (queued.upacket) packet_pool_impl_t::put(queued.upacket);
+        status_t f = peer_failure_status(queued.rank, result.buffer, result.tag,
+                                         result.user_context);
+        if (queued.semantic == comp_semantic_t::network && queued.comp)
+          queued.comp->signal(f);
+        else if (signal)
+          comp->signal(f);
+        return errorcode_t::done;
+      }
       status_t s = post_out(queued);
       if (s.is_retry()) return s.error;
       if (signal) {
@@ -345,6 +366,11 @@ status_t post_backlog(const post_args_t& a, path_t path, direction_t dir,
                        : errorcode_t::done_backlog;
   } else {
     a.dev->backlog.push([a, path, dir, comp, result]() -> error_t {
+      if (peer_is_failed(a.rt, a.rank)) {
+        comp->signal(peer_failure_status(a.rank, result.buffer, result.tag,
+                                         result.user_context));
+        return errorcode_t::done;
+      }
       status_t s = path == path_t::rendezvous ? post_rdv(a, comp)
                                               : post_rma(a, dir, comp);
       if (s.is_retry()) return s.error;
@@ -443,6 +469,7 @@ status_t post_comm_x::call_impl(
       !(in && !rma && rank == ANY_SOURCE))
     util::throw_fatal(call, ": rank ", rank, " is out of range [0, ",
                       a.rt->rank_n, ")");
+  if (peer_is_failed(a.rt, rank)) throw_peer_failed(a.rt, rank, call);
   if (!local_buffer && size > 0)
     util::throw_fatal(call, ": null buffer with size ", size);
   if (static_cast<int64_t>(size) < 0)

@@ -11,6 +11,7 @@
 
 #include "comp/counter.hpp"
 #include "comp/sync.hpp"
+#include "core/peer_failure.hpp"
 #include "core/protocol.hpp"
 #include "core/recv.hpp"
 #include "core/rendezvous.hpp"
@@ -176,6 +177,12 @@ void deliver_message(device_impl_t* dev, packet_t* pkt, size_t len)
   }
   size_t size = len - sizeof(hdr);
   pkt->arrived_on = dev;
+  // what a failed rank sent before it died is dropped: the operations it
+  // belonged to have been failed here
+  if (peer_is_failed(dev->runtime, static_cast<int>(hdr.rank))) {
+    packet_pool_impl_t::put(pkt);
+    return;
+  }
   switch (hdr.type()) {
     case msg_type_t::am:
       deliver_am(dev->runtime, hdr, pkt, size);
@@ -216,8 +223,9 @@ void deliver_message(device_impl_t* dev, packet_t* pkt, size_t len)
 namespace
 {
 
-// A send or receive the network failed: give its packet back, then report.
-[[noreturn]] void message_failed(device_impl_t* dev, const net::cqe_t& c)
+// A send or receive the network failed: give its packet back, then report,
+// unless it was a peer failure (declared, and reported by progress).
+void message_failed(device_impl_t* dev, const net::cqe_t& c)
 {
   auto* pkt = static_cast<packet_t*>(c.ctx);
   if (c.kind == net::cqe_t::kind_t::send) {
@@ -227,6 +235,7 @@ namespace
     dev->nrecvs_posted.fetch_sub(1, std::memory_order_relaxed);
   }
   if (pkt) packet_pool_impl_t::put(pkt);
+  if (network_error_is_peer_failure(dev->runtime, c.rank, c.error)) return;
   util::throw_fatal("progress: libfabric completion error on a ",
                     c.kind == net::cqe_t::kind_t::send ? "send" : "receive",
                     ": ", c.error);
@@ -237,12 +246,12 @@ void handle_cqe(device_impl_t* dev, const net::cqe_t& c)
 {
   switch (c.kind) {
     case net::cqe_t::kind_t::send:
-      if (c.error) message_failed(dev, c);
+      if (c.error) return message_failed(dev, c);
       // signals a network-semantic send's completion, returns the packet
       complete_send(dev, static_cast<packet_t*>(c.ctx));
       return;
     case net::cqe_t::kind_t::recv:
-      if (c.error) message_failed(dev, c);
+      if (c.error) return message_failed(dev, c);
       deliver_message(dev, static_cast<packet_t*>(c.ctx), c.length);
       return;
     case net::cqe_t::kind_t::write:
@@ -250,11 +259,14 @@ void handle_cqe(device_impl_t* dev, const net::cqe_t& c)
       static_cast<transfer_op_t*>(c.ctx)->transfer_done(c);
       return;
     case net::cqe_t::kind_t::remote_write:
-      if (c.error)
+      if (c.error) {
+        if (network_error_is_peer_failure(dev->runtime, c.rank, c.error))
+          return;
         util::throw_fatal(
             "progress: libfabric completion error on an "
             "incoming write: ",
             c.error);
+      }
       handle_remote_write(dev, c.imm);
       return;
   }
@@ -316,6 +328,7 @@ error_t progress_device(device_impl_t* dev)
 {
   size_t n = progress_once(dev);
   if (n == 0 && dev->runtime->attr.attentive_progress) n = progress_other(dev);
+  peer_failure_poll(dev->runtime, n == 0);
   return n > 0 ? errorcode_t::done : errorcode_t::retry;
 }
 
@@ -323,11 +336,21 @@ void drain_device(device_impl_t* dev)
 {
   using clock = std::chrono::steady_clock;
   auto deadline = clock::now() + std::chrono::seconds(30);
+  runtime_impl_t* rt = dev->runtime;
   while (dev->nsends_pending.load(std::memory_order_relaxed) > 0 ||
          dev->nops_pending.load(std::memory_order_relaxed) > 0 ||
          !dev->backlog.empty()) {
-    progress_device(dev);
+    try {
+      progress_device(dev);
+    } catch (const peer_failure_error&) {
+      // found while freeing: nothing is left to report it to
+    }
+    // sends to a failed rank may never complete (shm): 1 s, then give up
+    if (rt->nfailed.load(std::memory_order_relaxed) > 0 &&
+        deadline > clock::now() + std::chrono::seconds(1))
+      deadline = clock::now() + std::chrono::seconds(1);
     if (clock::now() > deadline) {
+      if (rt->nfailed.load(std::memory_order_relaxed) > 0) return;
       std::fprintf(stderr,
                    "lci: free_device: %lld sends and %lld transfers in "
                    "flight and %zu in the backlog after 30 s; freeing "

@@ -13,7 +13,9 @@ struct recv_t {
   size_t size;  // capacity of buffer
   comp_impl_t* comp;
   void* user_context;
-  mr_t mr;  // the user's registration of buffer (rendezvous), if any
+  mr_t mr;    // the user's registration of buffer (rendezvous), if any
+  int rank;   // the source it was posted with (ANY_SOURCE: -1)
+  tag_t tag;  // the tag it was posted with
 };
 
 // Completes a receive with the message in `pkt` and returns the packet to

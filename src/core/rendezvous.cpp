@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "core/control.hpp"
+#include "core/peer_failure.hpp"
 #include "core/recv.hpp"
 #include "core/transfer.hpp"
 #include "resource/device.hpp"
@@ -40,13 +41,26 @@ class rdv_ctx_t final : public transfer_op_t
   // arrivals (receiver of writeimm) still to come
   std::atomic<size_t> remaining{0};
   std::atomic<const char*> error{nullptr};
+  // failed by a peer failure (fail_rdv_peer): kept until free_runtime; an
+  // active message's buffer is then ours to free
+  bool peer_failed = false;
 
+  ~rdv_ctx_t() override
+  {
+    if (peer_failed && am) std::free(buffer);
+  }
   void transfer_done(const net::cqe_t& cqe) override;
-  // The transfer is over: release everything, signal the completion object.
+  // Takes the context out of the id table: true for exactly one of the
+  // paths that end it (completion, refusal, peer failure), which then owns
+  // it. A context failed by a peer failure is never claimed again.
+  bool claim() { return rt->rdv_ctxs.take(id, this); }
+  // The transfer is over: if claimed, release everything and signal the
+  // completion object.
   void finish();
-  // A transfer failed: release everything and throw.
+  void finish_claimed();
+  // A transfer failed (claimed): release everything and throw.
   [[noreturn]] void fail(const char* why);
-  // Leaves the id table and the device's count; releases the registration.
+  // Leaves the device's count; releases the registration (claimed).
   void release();
 };
 
@@ -163,11 +177,15 @@ rts_t parse_rts(const msg_header_t& hdr, const char* payload, size_t size)
 void rdv_ctx_t::release()
 {
   mr.release();
-  rt->rdv_ctxs.remove(id);
   dev->nops_pending.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void rdv_ctx_t::finish()
+{
+  if (claim()) finish_claimed();
+}
+
+void rdv_ctx_t::finish_claimed()
 {
   status_t s(errorcode_t::done);
   s.rank = peer;
@@ -198,8 +216,14 @@ void rdv_ctx_t::fail(const char* why)
 
 void rdv_ctx_t::transfer_done(const net::cqe_t& cqe)
 {
-  if (cqe.error) error.store(cqe.error, std::memory_order_relaxed);
+  if (cqe.error) {
+    error.store(cqe.error, std::memory_order_relaxed);
+    // tcp: the connection to a dead rank was reset; declaring the failure
+    // fails this transfer too (claim() below then says so)
+    network_error_is_peer_failure(rt, peer, cqe.error);
+  }
   if (remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (!claim()) return;  // failed by a peer failure already
   if (const char* why = error.load(std::memory_order_relaxed)) fail(why);
   // sender of write: the data is visible, tell the receiver; receiver of
   // get: the data is here, tell the sender its buffer is free
@@ -208,7 +232,7 @@ void rdv_ctx_t::transfer_done(const net::cqe_t& cqe)
     send_control(dev, peer, control_header(rt, msg_type_t::fin, tag), &fin,
                  sizeof(fin));
   }
-  finish();
+  finish_claimed();
 }
 
 status_t post_rdv(const post_args_t& a, comp_impl_t* comp)
@@ -254,8 +278,17 @@ status_t post_rdv(const post_args_t& a, comp_impl_t* comp)
     hdr.meta =
         msg_header_t::make_meta(msg_type_t::rts_send, a.policy, a.me->index);
   a.dev->nops_pending.fetch_add(1, std::memory_order_relaxed);
+  // the target failed after the post was checked: the failure's sweep of
+  // the id table may have come before the add
+  if (peer_is_failed(rt, a.rank) && raw->claim()) {
+    raw->release();
+    delete raw;
+    throw_peer_failed(rt, a.rank, "post_comm");
+  }
   error_t e = try_send_control(a.dev, a.pool, a.rank, hdr, &rts, sizeof(rts));
   if (e.is_retry()) {
+    // not claimed: a peer failure took it and signalled its completion
+    if (!raw->claim()) return status_t(errorcode_t::posted);
     raw->release();
     delete raw;
     return status_t(e.errorcode);
@@ -367,6 +400,7 @@ void handle_fin(device_impl_t* dev, const msg_header_t& hdr,
   if (fin.rejected != 0) {
     const size_t n = ctx->size;
     const tag_t tag = ctx->tag;
+    if (!ctx->claim()) return;  // failed by a peer failure already
     ctx->release();
     delete ctx;
     if (fin.rejected == fin_t::kRejectNoRcomp)
@@ -384,9 +418,33 @@ void handle_fin(device_impl_t* dev, const msg_header_t& hdr,
 
 void handle_remote_write(device_impl_t* dev, uint64_t imm)
 {
-  rdv_ctx_t* ctx = lookup(dev->runtime, imm, false, "write", -1);
+  runtime_impl_t* rt = dev->runtime;
+  if (rt->nfailed.load(std::memory_order_relaxed) > 0) {
+    // a write has no source rank: after a peer failure, one naming a
+    // context that is gone was most likely sent by the failed rank
+    rdv_ctx_t* c = rt->rdv_ctxs.get(static_cast<uint32_t>(imm));
+    if (!c || c->id != imm || c->sender) return;
+  }
+  rdv_ctx_t* ctx = lookup(rt, imm, false, "write", -1);
   if (ctx->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1)
     ctx->finish();
+}
+
+void fail_rdv_peer(runtime_impl_t* rt, int rank,
+                   std::vector<transfer_op_t*>* dead)
+{
+  std::vector<rdv_ctx_t*> mine;
+  rt->rdv_ctxs.take_if([rank](rdv_ctx_t* c) { return c->peer == rank; }, &mine);
+  for (rdv_ctx_t* c : mine) {
+    // the registration stays: the network may still touch the buffer
+    c->peer_failed = true;
+    c->dev->nops_pending.fetch_sub(1, std::memory_order_relaxed);
+    dead->push_back(c);
+    // an active message being received: nobody posted it, nothing to tell
+    if (!c->am)
+      c->comp->signal(
+          peer_failure_status(rank, c->buffer, c->tag, c->user_context));
+  }
 }
 
 }  // namespace lci

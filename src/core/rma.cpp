@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/control.hpp"
+#include "core/peer_failure.hpp"
 #include "core/transfer.hpp"
 #include "resource/device.hpp"
 #include "resource/mr.hpp"
@@ -33,11 +34,22 @@ class rma_op_t final : public transfer_op_t
   mr_use_t mr;
   std::atomic<size_t> remaining{0};
   std::atomic<const char*> error{nullptr};
+  uint32_t id = 0;  // in rt->rma_ops
+
+  // Takes the operation out of rt->rma_ops: true for exactly one of its
+  // completion and a peer failure (fail_rma_peer), which then owns it.
+  bool claim() { return rt->rma_ops.take(id, this); }
 
   void transfer_done(const net::cqe_t& cqe) override
   {
-    if (cqe.error) error.store(cqe.error, std::memory_order_relaxed);
+    if (cqe.error) {
+      error.store(cqe.error, std::memory_order_relaxed);
+      // tcp: the connection to a dead rank was reset; declaring the failure
+      // fails this operation too (claim() below then says so)
+      network_error_is_peer_failure(rt, rank, cqe.error);
+    }
     if (remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    if (!claim()) return;  // failed by a peer failure: kept by the runtime
     mr.release();
     dev->nops_pending.fetch_sub(1, std::memory_order_relaxed);
     if (const char* why = error.load(std::memory_order_relaxed)) {
@@ -133,12 +145,24 @@ status_t post_rma(const post_args_t& a, direction_t direction,
 
   // the first fragment decides between posted and retry
   a.dev->nops_pending.fetch_add(1, std::memory_order_relaxed);
-  error_t e = post_fragment(a.dev, plan, 0, op.get());
-  if (e.is_retry()) {
+  rma_op_t* raw = op.release();
+  raw->id = rt->rma_ops.add(raw);
+  // the target failed after the post was checked: the failure's sweep may
+  // have come before the add
+  if (peer_is_failed(rt, a.rank) && raw->claim()) {
     a.dev->nops_pending.fetch_sub(1, std::memory_order_relaxed);
+    delete raw;
+    throw_peer_failed(rt, a.rank, call);
+  }
+  error_t e = post_fragment(a.dev, plan, 0, raw);
+  if (e.is_retry()) {
+    // not claimed: a peer failure took it and signalled its completion
+    if (!raw->claim()) return status_t(errorcode_t::posted);
+    a.dev->nops_pending.fetch_sub(1, std::memory_order_relaxed);
+    delete raw;
     return status_t(e.errorcode);
   }
-  rma_op_t* raw = op.release();  // may complete at once on another thread
+  // raw may complete at once on another thread
   if (n > 1) post_fragments(a.dev, plan, 1, raw);
   return status_t(errorcode_t::posted);
 }
@@ -169,6 +193,26 @@ void handle_signal(device_impl_t* dev, const msg_header_t& hdr,
                       ") outside its ", mr->size, "-byte region");
   s.buffer = mr ? mr->address + sig.disp : nullptr;
   comp->signal(s);
+}
+
+void fail_rma_peer(runtime_impl_t* rt, int rank,
+                   std::vector<transfer_op_t*>* dead)
+{
+  std::vector<transfer_op_t*> mine;
+  rt->rma_ops.take_if(
+      [rank](transfer_op_t* op) {
+        return static_cast<rma_op_t*>(op)->rank == rank;
+      },
+      &mine);
+  for (transfer_op_t* p : mine) {
+    auto* op = static_cast<rma_op_t*>(p);
+    // the registration stays (released when the runtime deletes the op):
+    // the network may still touch the buffer
+    op->dev->nops_pending.fetch_sub(1, std::memory_order_relaxed);
+    dead->push_back(op);
+    op->comp->signal(
+        peer_failure_status(rank, op->buffer, op->tag, op->user_context));
+  }
 }
 
 }  // namespace lci

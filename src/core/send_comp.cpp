@@ -1,28 +1,100 @@
 #include "core/send_comp.hpp"
 
+#include <vector>
+
+#include "core/peer_failure.hpp"
+
 namespace lci
 {
 namespace
 {
 
 // What a send with comp_semantic network signals when the network is done.
-struct send_comp_t {
+struct send_comp_t : pending_send_t {
   comp_impl_t* comp;
   status_t status;
 };
 
+void link(device_impl_t* dev, pending_send_t* s)
+{
+  util::spin_guard_t g(dev->pending_lock);
+  s->prev = &dev->pending_sends;
+  s->next = dev->pending_sends.next;
+  s->next->prev = s;
+  dev->pending_sends.next = s;
+  s->linked = true;
+}
+
+void unlink_locked(pending_send_t* s)
+{
+  s->prev->next = s->next;
+  s->next->prev = s->prev;
+  s->linked = false;
+}
+
+// true if `s` was still linked (the caller then signals it)
+bool unlink(device_impl_t* dev, pending_send_t* s)
+{
+  util::spin_guard_t g(dev->pending_lock);
+  if (!s->linked) return false;
+  unlink_locked(s);
+  return true;
+}
+
 }  // namespace
+
+void fail_network_sends(device_impl_t* dev, int rank)
+{
+  std::vector<send_comp_t*> failed;
+  {
+    util::spin_guard_t g(dev->pending_lock);
+    pending_send_t* s = dev->pending_sends.next;
+    while (s != &dev->pending_sends) {
+      pending_send_t* next = s->next;
+      if (s->rank == rank) {
+        unlink_locked(s);
+        failed.push_back(static_cast<send_comp_t*>(s));
+      }
+      s = next;
+    }
+  }
+  // the records stay with their packets: the network still owns those and
+  // complete_send frees the record if its completion ever comes. The sends
+  // no longer count as pending (free_device need not wait for them: they
+  // may never complete); complete_send does not count them down again.
+  for (send_comp_t* sc : failed) {
+    sc->comp->signal(peer_failure_status(
+        rank, sc->status.buffer, sc->status.tag, sc->status.user_context));
+    dev->nsends_pending.fetch_sub(1, std::memory_order_release);
+  }
+}
 
 error_t post_packet(device_impl_t* dev, int rank, packet_t* p, size_t wire,
                     comp_impl_t* comp, const status_t& status)
 {
-  if (comp) p->send_comp = new send_comp_t{comp, status};
+  if (comp) {
+    auto* sc = new send_comp_t;
+    sc->rank = rank;
+    sc->comp = comp;
+    sc->status = status;
+    link(dev, sc);
+    p->send_comp = sc;
+  }
   dev->nsends_pending.fetch_add(1, std::memory_order_relaxed);
   error_t e = comp ? dev->net->post_send_network(rank, p->data(), wire, p)
                    : dev->net->post_send(rank, p->data(), wire, p);
   if (e.is_retry()) {
+    auto* sc = static_cast<send_comp_t*>(p->send_comp);
+    if (sc && !unlink(dev, sc)) {
+      // a peer failure signalled it (and counted it down) meanwhile: the
+      // post is over, and the packet goes back as its completion would
+      delete sc;
+      p->send_comp = nullptr;
+      packet_pool_impl_t::put(p);
+      return errorcode_t::posted;
+    }
     dev->nsends_pending.fetch_sub(1, std::memory_order_relaxed);
-    delete static_cast<send_comp_t*>(p->send_comp);
+    delete sc;
     p->send_comp = nullptr;
   }
   return e;
@@ -38,17 +110,22 @@ void complete_send(device_impl_t* dev, packet_t* p)
   struct finish_t {
     device_impl_t* dev;
     packet_t* p;
+    bool counted = true;  // false: a peer failure counted it down already
     ~finish_t()
     {
       packet_pool_impl_t::put(p);
       // release: whoever sees the count drop (test_drained) sees the signal
-      dev->nsends_pending.fetch_sub(1, std::memory_order_release);
+      if (counted) dev->nsends_pending.fetch_sub(1, std::memory_order_release);
     }
   } finish{dev, p};
   if (sc) {
-    send_comp_t c = *sc;
+    // not linked: a peer failure signalled it already
+    const bool mine = unlink(dev, sc);
+    finish.counted = mine;
+    comp_impl_t* comp = sc->comp;
+    status_t status = sc->status;
     delete sc;
-    c.comp->signal(c.status);
+    if (mine) comp->signal(status);
   }
 }
 

@@ -25,6 +25,11 @@ error_t post_packet(device_impl_t* dev, int rank, packet_t* p, size_t wire,
 // to its pool and counts the send down.
 void complete_send(device_impl_t* dev, packet_t* p);
 
+// Peer failure: signals every send of `dev` with comp_semantic network to
+// `rank` whose completion has not come (fatal_peer_failure). Their packets
+// stay with the network until the completion or the device's end.
+void fail_network_sends(device_impl_t* dev, int rank);
+
 }  // namespace lci
 
 #endif  // LCI_CORE_SEND_COMP_HPP

@@ -28,6 +28,8 @@ const char* get_errorcode_str(errorcode_t code)
       return "retry_backlog";
     case errorcode_t::fatal:
       return "fatal";
+    case errorcode_t::fatal_peer_failure:
+      return "fatal_peer_failure";
     default:
       return "(range marker)";
   }

@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "core/peer_failure.hpp"
 #include "resource/device.hpp"
 
 namespace lci
@@ -41,6 +42,9 @@ void post_fragments(device_impl_t* dev, const transfer_plan_t& plan,
   // the rest, one backlog entry that resumes where it stopped
   auto next = std::make_shared<size_t>(i);
   dev->backlog.push([dev, plan, next, n, op]() -> error_t {
+    // the target failed: the operation was failed with it (its object is
+    // kept by the runtime); the rest is never posted
+    if (peer_is_failed(dev->runtime, plan.rank)) return errorcode_t::done;
     for (; *next < n; ++*next) {
       error_t e = post_fragment(dev, plan, *next, op);
       if (e.is_retry()) return e;

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/globals.hpp"
+#include "core/peer_failure.hpp"
 #include "core/progress.hpp"
 #include "resource/packet_pool.hpp"
 #include "resource/runtime.hpp"
@@ -57,6 +58,7 @@ device_impl_t::device_impl_t(runtime_impl_t* rt, packet_pool_impl_t* p,
                              const device_attr_t& a)
     : attr(a), runtime(rt), pool(p)
 {
+  pending_sends.prev = pending_sends.next = &pending_sends;
   if (attr.net_max_recvs == 0 || attr.net_max_sends == 0 ||
       attr.net_max_cqes == 0)
     util::throw_fatal("alloc_device: net_max_sends (", attr.net_max_sends,
@@ -116,10 +118,18 @@ void free_device_x::call_impl(device_t* device, runtime_t)
   while (rt->attentive_pollers.fetch_add(0, std::memory_order_acq_rel) > 0)
     util::cpu_relax();
   drain_device(dev);
-  {
-    // collective, like the allocation: no peer still talks to this device
-    std::lock_guard<std::mutex> guard(dev->runtime->collective_mu);
-    via_bootstrap("free_device", [&] { dev->runtime->bootstrap->barrier(); });
+  // collective, like the allocation: no peer still talks to this device.
+  // Not after a peer failure: the failed rank never comes to the barrier.
+  if (rt->nfailed.load(std::memory_order_relaxed) == 0) {
+    std::lock_guard<std::mutex> guard(rt->collective_mu);
+    try {
+      via_bootstrap("free_device", [&] { rt->bootstrap->barrier(); });
+    } catch (const fatal_error&) {
+      // a rank died during the barrier (lcrun --keep-going fails it): free
+      // anyway if that is what happened
+      if (rt->peer_check_ns) check_peers_now(rt);
+      if (rt->nfailed.load(std::memory_order_relaxed) == 0) throw;
+    }
   }
   if (dev->runtime->default_device == dev)
     dev->runtime->default_device = nullptr;

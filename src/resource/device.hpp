@@ -11,12 +11,23 @@
 #include "lci.hpp"
 #include "net/net.hpp"
 #include "resource/backlog_queue.hpp"
+#include "util/spinlock.hpp"
 
 namespace lci
 {
 
 class runtime_impl_t;
 class packet_pool_impl_t;
+
+// A send with comp_semantic network whose completion has not come yet, in
+// its device's list (core/send_comp.cpp), so that a peer failure can fail
+// it. Unlinked by whichever of the completion and the failure comes first.
+struct pending_send_t {
+  pending_send_t* prev = nullptr;
+  pending_send_t* next = nullptr;
+  int rank = -1;
+  bool linked = false;
+};
 
 class device_impl_t
 {
@@ -44,6 +55,10 @@ class device_impl_t
   alignas(64) std::atomic<int64_t> nsends_pending{0};
   // puts, gets and rendezvous transfers using this device, not complete yet
   alignas(64) std::atomic<int64_t> nops_pending{0};
+  // sends with comp_semantic network in flight (circular list with a
+  // sentinel), under pending_lock
+  util::spinlock_t pending_lock;
+  pending_send_t pending_sends;
 
   // Nothing this device posted still waits for the network: an empty
   // backlog, no send and no put/get/rendezvous transfer in flight

@@ -423,6 +423,37 @@ size_t matching_engine_impl_t::count_entries()
   return total;
 }
 
+void matching_engine_impl_t::for_each_impl(void (*f)(void*, const match_key_t&,
+                                                     void*, type_t),
+                                           void* ctx)
+{
+  for (size_t i = 0; i <= mask_; ++i) {
+    bucket_t& b = buckets_[i];
+    if (b.word.load(std::memory_order_acquire) == 0) continue;
+    uint32_t w = lock_bucket(b);
+    ext_t& e = ext_[i];
+    for (int s = 0; s < 3; ++s) {
+      const unsigned c = count_of(w, s);
+      if (c == 0) continue;
+      const match_key_t key{b.hi[s], b.lo[s]};
+      type_t t = static_cast<type_t>(type_bit_of(w, s));
+      f(ctx, key, b.first[s], t);
+      if (c >= 2) f(ctx, key, e.second[s], t);
+    }
+    // every overflow node (the third and later entries of slotted keys,
+    // and the entries of keys without a slot) carries its key and type
+    if (w & kOverflow) {
+      node_t* last = e.last;
+      node_t* n = last;
+      do {
+        n = n->next;
+        f(ctx, match_key_t{n->hi, n->lo}, n->value, n->type);
+      } while (n != last);
+    }
+    unlock_bucket(b, w);
+  }
+}
+
 void matching_engine_impl_t::clear_impl(void (*f)(void*, void*, type_t),
                                         void* ctx)
 {

@@ -152,6 +152,17 @@ class matching_engine_impl_t
         &f);
   }
 
+  // Calls f(key, value, type) on every waiting entry, under its bucket's
+  // lock, without removing it: f must not throw or use the engine (collect,
+  // then remove() what should go). Concurrent inserts may or may not be seen.
+  template <typename F>
+  void for_each_entry(F f)
+  {
+    for_each_impl([](void* ctx, const match_key_t& k, void* v,
+                     type_t t) { (*static_cast<F*>(ctx))(k, v, t); },
+                  &f);
+  }
+
   // Entries (sends and receives) waiting now: locks each non-empty bucket
   // in turn, so exact only when no thread inserts meanwhile (introspection
   // for tests: a leak check).
@@ -213,6 +224,8 @@ class matching_engine_impl_t
   node_t* take_node(ext_t& e, uint32_t& word);
   void drop_node(ext_t& e, uint32_t& word, node_t* n);
   void clear_impl(void (*f)(void*, void*, type_t), void* ctx);
+  void for_each_impl(void (*f)(void*, const match_key_t&, void*, type_t),
+                     void* ctx);
 
   bucket_t* buckets_ = nullptr;
   ext_t* ext_ = nullptr;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/globals.hpp"
+#include "core/peer_failure.hpp"
 #include "core/progress.hpp"
 #include "core/protocol.hpp"
 #include "resource/device.hpp"
@@ -21,8 +22,10 @@ namespace
 {
 
 // A runtime's shared value: rank 0 draws it, everybody takes rank 0's.
-// Never 0 (the runtime of an empty rmr).
-uint32_t agree_on_tag(bootstrap::backend_t& boot)
+// Never 0 (the runtime of an empty rmr). The same allgather carries every
+// rank's process description (peer failure detection).
+uint32_t agree_on_tag(bootstrap::backend_t& boot,
+                      std::vector<process_desc_t>* procs)
 {
   static std::atomic<uint32_t> counter{0};
   uint32_t mine = 0;
@@ -37,9 +40,19 @@ uint32_t agree_on_tag(bootstrap::backend_t& boot)
     x ^= x >> 32;
     mine = static_cast<uint32_t>(x) | 1u;
   }
-  std::vector<uint32_t> all(boot.rank_n());
-  boot.allgather(&mine, all.data(), sizeof(mine));
-  return all[0];
+  struct slot_t {
+    uint32_t tag;
+    uint32_t pad;
+    process_desc_t proc;
+  };
+  slot_t slot{};
+  slot.tag = mine;
+  slot.proc = describe_self();
+  std::vector<slot_t> all(boot.rank_n());
+  boot.allgather(&slot, all.data(), sizeof(slot));
+  procs->resize(all.size());
+  for (size_t r = 0; r < all.size(); ++r) (*procs)[r] = all[r].proc;
+  return all[0].tag;
 }
 
 }  // namespace
@@ -62,7 +75,9 @@ runtime_impl_t::runtime_impl_t(const runtime_attr_t& a) : attr(a)
       std::min<size_t>(attr.bootstrap_timeout, 100000000)));
   rank_me = bootstrap->rank_me();
   rank_n = bootstrap->rank_n();
-  tag = agree_on_tag(*bootstrap);
+  std::vector<process_desc_t> procs;
+  tag = agree_on_tag(*bootstrap, &procs);
+  init_peer_tracking(this, procs.data());
   net_context = net::alloc_context(attr, rank_me, rank_n);
   const net::caps_t& caps = net_context->caps();
   // rendezvous: auto = write with immediate data when the backend has it
@@ -174,6 +189,7 @@ void free_runtime_x::call_impl(runtime_t* runtime)
   // regions the user did not deregister go with the runtime (a later
   // deregister_memory of one is an error, not a crash)
   rt->mrs.release_all();
+  release_failed_ops(rt);
   delete rt;
   runtime->p_impl = nullptr;
 }

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -26,7 +27,16 @@ class packet_pool_impl_t;
 class matching_engine_impl_t;
 class rdv_ctx_t;
 class mr_impl_t;
+class transfer_op_t;
 struct packet_t;
+
+// What a rank told the others about its process at alloc_runtime, for the
+// liveness check of peer failure detection (core/peer_failure.hpp).
+struct peer_info_t {
+  int64_t pid = 0;
+  uint64_t start_time = 0;  // /proc/<pid>/stat field 22 (clock ticks)
+  bool same_host = false;   // same host name and pid namespace as this rank
+};
 
 class runtime_impl_t
 {
@@ -59,6 +69,25 @@ class runtime_impl_t
   mr_registry_t mrs;
   // rendezvous transfers in flight, by the id peers use to name them
   util::id_table_t<rdv_ctx_t> rdv_ctxs;
+  // puts and gets in flight (found by their target on a peer failure)
+  util::id_table_t<transfer_op_t> rma_ops;
+
+  // Peer failure (core/peer_failure.hpp). peer_state[r]: 0 alive, 1 failed
+  // and not yet reported by progress, 2 reported. nfailed > 0 is the one
+  // relaxed load the fast paths pay.
+  std::vector<peer_info_t> peers;
+  std::unique_ptr<std::atomic<uint8_t>[]> peer_state;
+  alignas(64) std::atomic<int> nfailed{0};
+  std::atomic<int> nunreported{0};
+  // coarse-clock nanoseconds of the next liveness check; 0 = disabled
+  std::atomic<int64_t> next_peer_check{0};
+  int64_t peer_check_ns = 0;
+  // serializes failure handling; what failed and why; operations failed by a
+  // peer failure whose fragments the network may still complete (deleted
+  // with the runtime, after its devices)
+  std::mutex peer_mu;
+  std::vector<std::string> peer_why;
+  std::vector<transfer_op_t*> failed_ops;
 
   packet_pool_impl_t* default_pool = nullptr;
   matching_engine_impl_t* default_me = nullptr;

@@ -60,6 +60,33 @@ class id_table_t
     free_.push_back(idx);
   }
 
+  // Removes `p` from id's slot if it is still there: true for exactly one
+  // caller, which then owns the object (take_if may race for it).
+  bool take(uint32_t id, T* p)
+  {
+    uint32_t idx = id & kIndexMask;
+    spin_guard_t g(lock_);
+    if (slots_.get(idx, nullptr) != p) return false;
+    slots_.put(idx, nullptr);
+    free_.push_back(idx);
+    return true;
+  }
+
+  // Removes every object for which pred(p) is true, appending it to `out`
+  // (pred runs under the table's lock: it must not use the table).
+  template <typename F>
+  void take_if(F pred, std::vector<T*>* out)
+  {
+    spin_guard_t g(lock_);
+    for (uint32_t idx = 0; idx < gens_.size(); ++idx) {
+      T* p = slots_.get(idx, nullptr);
+      if (!p || !pred(p)) continue;
+      slots_.put(idx, nullptr);
+      free_.push_back(idx);
+      out->push_back(p);
+    }
+  }
+
   size_t count_live()
   {
     spin_guard_t g(lock_);

@@ -496,3 +496,38 @@ TEST(MatchingEngineThreads, SharedKeysEveryValueMatchedOnce)
 }
 
 }  // namespace
+
+// for_each_entry (peer failure: withdraw the receives of a dead rank) sees
+// every waiting entry with its key and type, inline and in the overflow
+// lists, and leaves them in place; remove() of what it reported works.
+TEST(MatchingEngine, ForEachEntrySeesEveryEntryWithItsKey)
+{
+  engine_t me(attr_with(2));  // few buckets: keys share them, lists grow
+  std::map<uintptr_t, std::pair<int, type_t>> inserted;  // value -> rank
+  uintptr_t v = 1;
+  for (int rank = 0; rank < 9; ++rank) {
+    auto k = engine_t::make_key(rank, 5, matching_policy_t::rank_tag);
+    type_t t = rank % 3 ? type_t::recv : type_t::send;
+    for (int j = 0; j <= rank; ++j) {
+      ASSERT_EQ(me.insert(k, V(v), t), nullptr);
+      inserted[v++] = {rank, t};
+    }
+  }
+  std::map<uintptr_t, std::pair<int, type_t>> seen;
+  std::vector<std::pair<match_key_t, void*>> rank4;
+  me.for_each_entry([&](const match_key_t& k, void* val, type_t t) {
+    EXPECT_TRUE(seen.emplace(U(val), std::make_pair(k.lo, t)).second);
+    if (k.lo == 4 && t == type_t::recv) rank4.emplace_back(k, val);
+  });
+  EXPECT_EQ(seen, inserted);
+  EXPECT_EQ(me.count_entries(), inserted.size());  // nothing removed
+  ASSERT_EQ(rank4.size(), 5u);
+  for (auto& e : rank4) EXPECT_TRUE(me.remove(e.first, e.second, type_t::recv));
+  EXPECT_EQ(me.count_entries(), inserted.size() - 5);
+  size_t left = 0;
+  me.for_each_entry([&](const match_key_t& k, void*, type_t) {
+    EXPECT_NE(k.lo, 4);
+    ++left;
+  });
+  EXPECT_EQ(left, inserted.size() - 5);
+}

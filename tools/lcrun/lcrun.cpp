@@ -67,15 +67,23 @@ const char kUsage[] =
     "                      each PMI_ID may connect once, and only with the\n"
     "                      job's secret (LCI_PMI_SECRET, 128 random bits\n"
     "                      handed to the ranks only)\n"
+    "  -k, --keep-going    when a rank fails, report it and let the others\n"
+    "                      run on (they see the failure through LCI's peer\n"
+    "                      failure detection); PMI barriers that can no\n"
+    "                      longer complete fail (rc=1) instead of ending the\n"
+    "                      job. --timeout still applies\n"
     "  -v, --verbose       print the PMI requests and replies to stderr\n"
     "  -h, --help          print this help and exit\n"
     "\n"
-    "Exit status: 0 when all ranks exit 0. When a rank fails, the others get\n"
-    "SIGTERM, then SIGKILL 2 s later, and lcrun exits with the first failed\n"
-    "rank's status: its exit code, or 128+S if it was killed by signal S (a\n"
-    "PMI abort: its exit code, at least 1). 124: timeout. 128+S: lcrun got\n"
-    "SIGINT, SIGTERM or SIGHUP (S), which it forwards to the ranks. 2: bad\n"
-    "usage.\n";
+    "Exit status: 0 when all ranks exit 0. When a rank fails, lcrun prints\n"
+    "\"lcrun: rank R (pid P) died: killed by signal S (SIGNAME)\" (or "
+    "\"exited\n"
+    "with status C\"); the others get SIGTERM, then SIGKILL 2 s later\n"
+    "(with --keep-going: they run on to their end), and lcrun exits with the\n"
+    "first failed rank's status: its exit code, or 128+S if it was killed by\n"
+    "signal S (a PMI abort: its exit code, at least 1). 124: timeout. 128+S:\n"
+    "lcrun got SIGINT, SIGTERM or SIGHUP (S), which it forwards to the\n"
+    "ranks. 2: bad usage.\n";
 
 struct options_t {
   int nranks = 1;
@@ -83,6 +91,7 @@ struct options_t {
   bool pmi_port = false;
   bool verbose = false;
   bool label = false;
+  bool keep_going = false;
   std::vector<std::string> env;  // NAME=VALUE for every rank
   std::vector<char*> command;    // PROGRAM ARGS... nullptr
 };
@@ -100,7 +109,8 @@ struct rank_t {
   bool signaled = false;  // killed by signal `code`, else exited with `code`
   int code = 0;
   bool reaped = false;
-  stream_t streams[2];  // stdout, stderr (--label only)
+  bool reported = false;  // its failure was printed (--keep-going)
+  stream_t streams[2];    // stdout, stderr (--label only)
 };
 
 int g_wake_pipe[2] = {-1, -1};
@@ -198,6 +208,8 @@ int parse_args(int argc, char** argv, options_t* opt)
       opt->label = true;
     } else if (arg == "--pmi-port") {
       opt->pmi_port = true;
+    } else if (arg == "-k" || arg == "--keep-going") {
+      opt->keep_going = true;
     } else if (arg == "-v" || arg == "--verbose") {
       opt->verbose = true;
     } else if (arg.size() > 1 && arg[0] == '-') {
@@ -502,6 +514,22 @@ bool job_t::all_exited() const
   return true;
 }
 
+// "killed by signal 9 (SIGKILL)" or "exited with status 3".
+std::string describe_end(const rank_t& r)
+{
+  if (!r.signaled) return "exited with status " + std::to_string(r.code);
+  std::string text = "killed by signal " + std::to_string(r.code) + " (";
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
+  const char* abbrev = sigabbrev_np(r.code);
+  if (abbrev != nullptr) {
+    text += std::string("SIG") + abbrev + ": ";
+  }
+#endif
+  const char* desc = strsignal(r.code);
+  text += desc != nullptr ? desc : "unknown signal";
+  return text + ")";
+}
+
 void job_t::signal_all(int sig)
 {
   for (const rank_t& r : ranks_) {
@@ -675,6 +703,7 @@ void job_t::serve_poll(int timeout_ms)
 
 int job_t::supervise()
 {
+  int first_failure = -1;  // --keep-going: the status lcrun ends with
   bool has_deadline = opt_.timeout > 0;
   auto deadline =
       clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
@@ -682,21 +711,26 @@ int job_t::supervise()
   while (true) {
     observe();
     for (std::size_t i = 0; i < ranks_.size(); ++i) {
-      const rank_t& r = ranks_[i];
-      if (!r.exited || (!r.signaled && r.code == 0)) continue;
-      if (r.signaled) {
+      rank_t& r = ranks_[i];
+      if (!r.exited || r.reported || (!r.signaled && r.code == 0)) continue;
+      r.reported = true;
+      std::string how = describe_end(r);
+      const int status = r.signaled ? 128 + r.code : r.code;
+      if (first_failure < 0) first_failure = status;
+      if (opt_.keep_going) {
         std::fprintf(stderr,
-                     "lcrun: rank %zu (pid %d) was killed by signal %d (%s); "
-                     "terminating the other ranks\n",
-                     i, static_cast<int>(r.pid), r.code, strsignal(r.code));
-      } else {
-        std::fprintf(stderr,
-                     "lcrun: rank %zu (pid %d) exited with status %d; "
-                     "terminating the other ranks\n",
-                     i, static_cast<int>(r.pid), r.code);
+                     "lcrun: rank %zu (pid %d) died: %s; the other ranks "
+                     "keep going (--keep-going)\n",
+                     i, static_cast<int>(r.pid), how.c_str());
+        server_.mark_dead(static_cast<int>(i));
+        continue;
       }
+      std::fprintf(stderr,
+                   "lcrun: rank %zu (pid %d) died: %s; terminating the other "
+                   "ranks\n",
+                   i, static_cast<int>(r.pid), how.c_str());
       terminate(SIGTERM);
-      return r.signaled ? 128 + r.code : r.code;
+      return status;
     }
     if (const auto& abort = server_.abort_request()) {
       std::fprintf(stderr,
@@ -709,6 +743,11 @@ int job_t::supervise()
                                                             : 1;
     }
     for (std::size_t i = 0; i < ranks_.size(); ++i) {
+      if (ranks_[i].exited && opt_.keep_going) {
+        // the others must not wait for it: fail their barrier
+        server_.mark_dead(static_cast<int>(i));
+        continue;
+      }
       if (ranks_[i].exited && server_.barrier_waits_for(static_cast<int>(i))) {
         std::fprintf(stderr,
                      "lcrun: rank %zu exited while other ranks wait for it in "
@@ -718,7 +757,7 @@ int job_t::supervise()
         return 1;
       }
     }
-    if (all_exited()) return 0;
+    if (all_exited()) return first_failure < 0 ? 0 : first_failure;
     int sig = g_term_signal;
     if (sig != 0) {
       std::fprintf(stderr,

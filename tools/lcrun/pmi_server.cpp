@@ -317,10 +317,32 @@ void pmi_server_t::serve_get(conn_t& conn, const wire::message_t& msg)
   }
 }
 
+void pmi_server_t::mark_dead(int rank)
+{
+  if (!dead_.insert(rank).second) return;
+  fail_barrier();
+}
+
+void pmi_server_t::fail_barrier()
+{
+  barrier_count_ = 0;
+  for (auto& entry : conns_) {
+    if (!entry.second.in_barrier) continue;
+    entry.second.in_barrier = false;
+    reply(entry.second,
+          "cmd=barrier_out rc=1 msg=a_rank_of_the_job_is_gone_(rank_" +
+              std::to_string(*dead_.begin()) + ")");
+  }
+}
+
 void pmi_server_t::serve_barrier(conn_t& conn)
 {
   if (conn.in_barrier) return;  // a repeated barrier_in counts once
   conn.in_barrier = true;
+  if (!dead_.empty()) {
+    fail_barrier();
+    return;
+  }
   if (++barrier_count_ < size_) return;
   barrier_count_ = 0;
   for (auto& entry : conns_) {

@@ -47,6 +47,10 @@ class pmi_server_t
   // True when ranks wait in a barrier that `rank` has not entered, i.e. the
   // barrier cannot complete if `rank` is gone.
   bool barrier_waits_for(int rank) const;
+  // `rank` is gone and the job goes on (lcrun --keep-going): the barrier in
+  // progress and every later one fail ("cmd=barrier_out rc=1"), since they
+  // can never complete. Idempotent.
+  void mark_dead(int rank);
   const std::optional<abort_request_t>& abort_request() const { return abort_; }
   // Closes PMI_PORT connections that have not identified themselves within
   // kIdentifyTimeout of being accepted; call it now and then.
@@ -73,6 +77,7 @@ class pmi_server_t
   void serve_put(conn_t& conn, const std::map<std::string, std::string>& msg);
   void serve_get(conn_t& conn, const std::map<std::string, std::string>& msg);
   void serve_barrier(conn_t& conn);
+  void fail_barrier();
   void reply(conn_t& conn, const std::string& line);
   void drop(int fd);
   void refuse(conn_t& conn, const std::string& cmd, const std::string& why);
@@ -85,6 +90,7 @@ class pmi_server_t
   std::map<int, conn_t> conns_;  // by fd
   std::map<std::string, std::string> kvs_;
   int barrier_count_ = 0;
+  std::set<int> dead_;     // ranks known to be gone (mark_dead)
   std::set<int> claimed_;  // ranks that sent "cmd=initack" (PMI_PORT mode)
   std::optional<abort_request_t> abort_;
   std::string secret_;
