@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "lci.hpp"
 
@@ -40,6 +41,12 @@ counts_t get_counts(runtime_t runtime = runtime_t(),
 // exceeds a packet; throws fatal_error like progress would.
 bool deliver_raw(const void* data, size_t len, runtime_t runtime = runtime_t(),
                  device_t device = device_t());
+
+// The network backend's own summary of the device's queues (diagnostics,
+// e.g. the native shm backend's rings, doorbell bits and parked messages);
+// empty when the backend offers none.
+std::string net_state(runtime_t runtime = runtime_t(),
+                      device_t device = device_t());
 
 }  // namespace lci::introspect
 
