@@ -31,6 +31,7 @@ counts_t get_counts(runtime_t runtime, device_t device, packet_pool_t pool,
     c.sends_pending = dev->nsends_pending.load();
     c.ops_pending = dev->nops_pending.load();
     c.backlog = dev->backlog.size();
+    c.held_released = dev->held_released.load();
   }
   if (me) c.me_entries = me->count_entries();
   c.user_mrs = rt->mrs.count();

@@ -25,6 +25,9 @@ struct counts_t {
   size_t user_mrs = 0;            // register_memory regions of the runtime
   int64_t net_registrations = 0;  // backend registrations (user + on the fly)
   size_t rdv_ctxs = 0;            // rendezvous contexts of the runtime
+  // packets progress took back from unexpected messages while the device's
+  // pool was dry (release_held_packets), since the device was allocated
+  uint64_t held_released = 0;
 };
 
 // Empty handles select the runtime's (or the global runtime's) defaults.

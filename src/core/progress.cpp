@@ -315,6 +315,7 @@ size_t progress_starved(device_impl_t* dev)
   dev->starved_scan_after.store(n > 0 ? 64 : std::min(after * 2, 1u << 20),
                                 std::memory_order_relaxed);
   if (n > 0) {
+    dev->held_released.fetch_add(n, std::memory_order_relaxed);
     // the packets are in this thread's deque: the backlog first, then the
     // receives
     n += dev->backlog.drain();

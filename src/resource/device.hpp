@@ -48,6 +48,8 @@ class device_impl_t
   // none, so a long wait does not keep scanning)
   std::atomic<uint32_t> starved_idle{0};
   std::atomic<uint32_t> starved_scan_after{64};
+  // packets those scans gave back (introspection)
+  std::atomic<uint64_t> held_released{0};
   alignas(64) std::atomic<int64_t> nsends_pending{0};
   // puts, gets and rendezvous transfers using this device, not complete yet
   alignas(64) std::atomic<int64_t> nops_pending{0};

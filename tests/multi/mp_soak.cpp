@@ -896,6 +896,11 @@ int main(int argc, char** argv)
       CHECK(lci::cq_pop(c.rcomp_obj).is_retry(), "remote cq not empty");
     auto a = lci::introspect::get_counts(lci::runtime_t(), c.dev, c.pool);
     const auto& b = before[t];
+    if (std::getenv("SOAK_VERBOSE"))
+      std::fprintf(stderr,
+                   "rank %d thread %d: %" PRIu64
+                   " packets taken back from unexpected messages\n",
+                   g_rank, t, a.held_released);
     bool ok = a.pool_free + size_t(a.recvs_posted) == a.pool_npackets &&
               a.recvs_posted == b.recvs_posted && a.sends_pending == 0 &&
               a.ops_pending == 0 && a.backlog == 0 &&
