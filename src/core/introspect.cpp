@@ -31,6 +31,7 @@ counts_t get_counts(runtime_t runtime, device_t device, packet_pool_t pool,
     c.sends_pending = dev->nsends_pending.load();
     c.ops_pending = dev->nops_pending.load();
     c.backlog = dev->backlog.size();
+    c.held_released = dev->held_released.load();
   }
   if (me) c.me_entries = me->count_entries();
   c.user_mrs = rt->mrs.count();
@@ -55,6 +56,14 @@ bool deliver_raw(const void* data, size_t len, runtime_t runtime,
   dev->nrecvs_posted.fetch_add(1, std::memory_order_relaxed);
   deliver_message(dev, pkt, len);
   return true;
+}
+
+std::string net_state(runtime_t runtime, device_t device)
+{
+  runtime_impl_t* rt = resolve_runtime(runtime, "introspect::net_state");
+  device_impl_t* dev =
+      device.is_empty() ? rt->default_device : device.get_impl();
+  return dev ? dev->net->debug_state() : std::string();
 }
 
 }  // namespace lci::introspect

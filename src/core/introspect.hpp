@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "lci.hpp"
 
@@ -24,6 +25,9 @@ struct counts_t {
   size_t user_mrs = 0;            // register_memory regions of the runtime
   int64_t net_registrations = 0;  // backend registrations (user + on the fly)
   size_t rdv_ctxs = 0;            // rendezvous contexts of the runtime
+  // packets progress took back from unexpected messages while the device's
+  // pool was dry (release_held_packets), since the device was allocated
+  uint64_t held_released = 0;
 };
 
 // Empty handles select the runtime's (or the global runtime's) defaults.
@@ -40,6 +44,12 @@ counts_t get_counts(runtime_t runtime = runtime_t(),
 // exceeds a packet; throws fatal_error like progress would.
 bool deliver_raw(const void* data, size_t len, runtime_t runtime = runtime_t(),
                  device_t device = device_t());
+
+// The network backend's own summary of the device's queues (diagnostics,
+// e.g. the native shm backend's rings, doorbell bits and parked messages);
+// empty when the backend offers none.
+std::string net_state(runtime_t runtime = runtime_t(),
+                      device_t device = device_t());
 
 }  // namespace lci::introspect
 

@@ -1,5 +1,6 @@
 #include "core/progress.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
@@ -272,6 +273,69 @@ void handle_cqe(device_impl_t* dev, const net::cqe_t& c)
   }
 }
 
+// The pool of `dev` is dry and its owner waits: the unexpected messages
+// that arrived before the pool ran dry (deliver_send detaches only later
+// arrivals) may hold every packet while what would match them waits for a
+// packet (a send in the backlog ahead of an RTR, say): a cycle. Every
+// unexpected message holding a packet of this pool, in any matching engine
+// or in early_sends, moves to a heap copy and its packet goes back.
+// Returns the number of packets freed.
+size_t release_held_packets(device_impl_t* dev)
+{
+  runtime_impl_t* rt = dev->runtime;
+  packet_pool_impl_t* pool = dev->pool;
+  std::vector<packet_t*> freed;
+  // every packet is held once at most: no reallocation under a bucket lock
+  freed.reserve(pool->attr.npackets);
+  auto copy = [pool, &freed](void* v) -> void* {
+    auto* p = static_cast<packet_t*>(v);
+    if (!pool->contains(p) || freed.size() == freed.capacity()) return v;
+    packet_t* h =
+        packet_pool_impl_t::heap_copy(p, sizeof(msg_header_t) + p->length);
+    if (!h) return v;
+    freed.push_back(p);
+    return h;
+  };
+  for (size_t i = 0; i < rt->matching_engines.size(); ++i)
+    if (matching_engine_impl_t* me = rt->matching_engines.get(i, nullptr))
+      me->replace_values(matching_engine_impl_t::type_t::send, copy);
+  {
+    std::lock_guard<std::mutex> lock(rt->early_mu);
+    for (auto& e : rt->early_sends)
+      e.second = static_cast<packet_t*>(copy(e.second));
+  }
+  for (packet_t* p : freed) packet_pool_impl_t::put(p);
+  return freed.size();
+}
+
+// Called when a progress step found nothing to do: counts such steps while
+// the pool is dry, and scans for held packets every starved_scan_after of
+// them (doubling that after a scan that freed nothing, up to ~1M steps).
+size_t progress_starved(device_impl_t* dev)
+{
+  if (!dev->recv_starved.load(std::memory_order_relaxed) &&
+      !dev->backlog.waiting_for_packet()) {
+    if (dev->starved_idle.load(std::memory_order_relaxed) != 0)
+      dev->starved_idle.store(0, std::memory_order_relaxed);
+    return 0;
+  }
+  uint32_t idle = dev->starved_idle.fetch_add(1, std::memory_order_relaxed);
+  uint32_t after = dev->starved_scan_after.load(std::memory_order_relaxed);
+  if (idle + 1 < after) return 0;
+  dev->starved_idle.store(0, std::memory_order_relaxed);
+  size_t n = release_held_packets(dev);
+  dev->starved_scan_after.store(n > 0 ? 64 : std::min(after * 2, 1u << 20),
+                                std::memory_order_relaxed);
+  if (n > 0) {
+    dev->held_released.fetch_add(n, std::memory_order_relaxed);
+    // the packets are in this thread's deque: the backlog first, then the
+    // receives
+    n += dev->backlog.drain();
+    refill_recvs(dev);
+  }
+  return n;
+}
+
 // One progress step on a device: backlog, completions, receive refill.
 // Returns the number of things that happened.
 size_t progress_once(device_impl_t* dev)
@@ -292,6 +356,10 @@ size_t progress_once(device_impl_t* dev)
   }
   refill_recvs(dev);
   if (first_error) std::rethrow_exception(first_error);
+  if (n == 0)
+    n = progress_starved(dev);
+  else if (dev->starved_idle.load(std::memory_order_relaxed) != 0)
+    dev->starved_idle.store(0, std::memory_order_relaxed);
   return n;
 }
 

@@ -116,6 +116,10 @@ class device_t
   // Up to `max` completions; 0 when none (or the lock was busy). A failed
   // operation comes back as a cqe with `error` set.
   virtual size_t poll_comp(cqe_t* out, size_t max) = 0;
+  // Diagnostics only (never on a fast path): a one-line summary of the
+  // backend's queues, for the dump of a stuck test; empty when the backend
+  // has nothing to say.
+  virtual std::string debug_state() { return {}; }
 };
 
 class context_t

@@ -40,6 +40,7 @@ class backlog_queue_t
   {
     if (empty() || !drain_lock_.try_lock()) return 0;
     size_t n = 0;
+    bool nopacket = false;
     for (;;) {
       op_t op;
       {
@@ -61,12 +62,23 @@ class backlog_queue_t
       if (e.is_retry()) {
         util::spin_guard_t g(lock_);
         ops_.push_front(std::move(op));
+        nopacket = e.errorcode == errorcode_t::retry_nopacket;
         break;
       }
       ++n;
     }
+    if (nopacket != waiting_for_packet_.load(std::memory_order_relaxed))
+      waiting_for_packet_.store(nopacket, std::memory_order_relaxed);
     drain_lock_.unlock();
     return n;
+  }
+
+  // The last drain stopped at an entry that found its packet pool empty
+  // (retry_nopacket): progress may then free packets held by unexpected
+  // messages (progress.cpp release_held_packets).
+  bool waiting_for_packet() const
+  {
+    return waiting_for_packet_.load(std::memory_order_relaxed);
   }
 
   size_t size()
@@ -77,6 +89,7 @@ class backlog_queue_t
 
  private:
   std::atomic<bool> nonempty_{false};
+  std::atomic<bool> waiting_for_packet_{false};
   util::spinlock_t lock_;
   util::spinlock_t drain_lock_;
   std::deque<op_t> ops_;

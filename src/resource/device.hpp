@@ -52,6 +52,15 @@ class device_impl_t
   // every slot again): arriving sends that wait unmatched then leave their
   // packet (packet_pool_impl_t::detach)
   std::atomic<bool> recv_starved{false};
+  // progress calls in a row that found nothing to do while the pool was dry
+  // (recv_starved, or the backlog waiting for a packet), and how many such
+  // calls trigger the next scan for packets held by unexpected messages
+  // (progress.cpp release_held_packets; doubled after a scan that found
+  // none, so a long wait does not keep scanning)
+  std::atomic<uint32_t> starved_idle{0};
+  std::atomic<uint32_t> starved_scan_after{64};
+  // packets those scans gave back (introspection)
+  std::atomic<uint64_t> held_released{0};
   alignas(64) std::atomic<int64_t> nsends_pending{0};
   // puts, gets and rendezvous transfers using this device, not complete yet
   alignas(64) std::atomic<int64_t> nops_pending{0};

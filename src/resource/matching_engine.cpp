@@ -498,6 +498,37 @@ void matching_engine_impl_t::clear_impl(void (*f)(void*, void*, type_t),
   }
 }
 
+void matching_engine_impl_t::replace_impl(type_t type, void* (*f)(void*, void*),
+                                          void* ctx)
+{
+  const uint32_t tbit = static_cast<uint32_t>(type);
+  for (size_t i = 0; i <= mask_; ++i) {
+    bucket_t& b = buckets_[i];
+    if (b.word.load(std::memory_order_acquire) == 0) continue;
+    uint32_t w = lock_bucket(b);
+    ext_t& e = ext_[i];
+    for (int s = 0; s < 3; ++s) {
+      const unsigned c = count_of(w, s);
+      if (c == 0 || type_bit_of(w, s) != tbit) continue;
+      b.first[s] = f(ctx, b.first[s]);
+      if (c >= 2) e.second[s] = f(ctx, e.second[s]);
+    }
+    if (w & kOverflow) {
+      node_t* n = e.last;
+      do {
+        n = n->next;
+        // a node of a slotted key has the slot's type
+        type_t t = n->type;
+        for (int s = 0; s < 3; ++s)
+          if (count_of(w, s) == 3 && n->hi == b.hi[s] && n->lo == b.lo[s])
+            t = static_cast<type_t>(type_bit_of(w, s));
+        if (t == type) n->value = f(ctx, n->value);
+      } while (n != e.last);
+    }
+    unlock_bucket(b, w);
+  }
+}
+
 }  // namespace lci
 
 // ---- the matching-engine operations -------------------------------------

@@ -163,6 +163,18 @@ class matching_engine_impl_t
                   &f);
   }
 
+  // Replaces the value of every waiting entry of `type` by f(value) (f may
+  // return value itself), each under its bucket's lock: f must not throw or
+  // use the engine. Concurrent inserts are safe but may or may not be seen.
+  // A rare-path scan of every bucket (progress.cpp release_held_packets).
+  template <typename F>
+  void replace_values(type_t type, F f)
+  {
+    replace_impl(
+        type, [](void* ctx, void* v) { return (*static_cast<F*>(ctx))(v); },
+        &f);
+  }
+
   // Entries (sends and receives) waiting now: locks each non-empty bucket
   // in turn, so exact only when no thread inserts meanwhile (introspection
   // for tests: a leak check).
@@ -226,6 +238,7 @@ class matching_engine_impl_t
   void clear_impl(void (*f)(void*, void*, type_t), void* ctx);
   void for_each_impl(void (*f)(void*, const match_key_t&, void*, type_t),
                      void* ctx);
+  void replace_impl(type_t type, void* (*f)(void*, void*), void* ctx);
 
   bucket_t* buckets_ = nullptr;
   ext_t* ext_ = nullptr;

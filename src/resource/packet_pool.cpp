@@ -446,11 +446,11 @@ size_t get_max_bcopy_size_x::call_impl(runtime_t runtime,
 namespace lci
 {
 
-packet_t* packet_pool_impl_t::detach(packet_t* p, size_t bytes)
+packet_t* packet_pool_impl_t::heap_copy(packet_t* p, size_t bytes)
 {
   size_t total = (sizeof(packet_t) + bytes + 63) / 64 * 64;
   void* mem = std::aligned_alloc(64, total);
-  if (!mem) return p;  // keep the pool's packet
+  if (!mem) return nullptr;
   auto* h = new (mem) packet_t();
   h->pool = nullptr;
   h->recv_owner = nullptr;
@@ -458,6 +458,13 @@ packet_t* packet_pool_impl_t::detach(packet_t* p, size_t bytes)
   h->send_comp = nullptr;
   h->arrived_on = p->arrived_on;
   std::memcpy(h->data(), p->data(), bytes);
+  return h;
+}
+
+packet_t* packet_pool_impl_t::detach(packet_t* p, size_t bytes)
+{
+  packet_t* h = heap_copy(p, bytes);
+  if (!h) return p;  // keep the pool's packet
   put(p);
   return h;
 }

@@ -138,6 +138,16 @@ class packet_pool_impl_t
   // frees it), p going back to its pool; p itself if memory is short. For
   // messages that wait unmatched while the pool runs dry.
   static packet_t* detach(packet_t* p, size_t bytes);
+  // The heap copy detach makes, p left as it is; nullptr if memory is short.
+  static packet_t* heap_copy(packet_t* p, size_t bytes);
+  // Whether p is one of this pool's packets (not a heap copy).
+  bool contains(const packet_t* p) const
+  {
+    auto addr = reinterpret_cast<uintptr_t>(p);
+    auto first = reinterpret_cast<uintptr_t>(slab_);
+    return addr >= first && addr < first + stride_ * attr.npackets &&
+           (addr - first) % stride_ == 0;
+  }
 
   // User packets (get_upacket): the payload handed to the user starts this
   // many bytes into the packet's data, leaving room for the wire header in

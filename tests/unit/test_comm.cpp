@@ -448,6 +448,70 @@ TEST_F(LciTest, RetryWhenPacketPoolIsEmpty)
   lci::free_packet_pool(&pool);
 }
 
+// Unexpected messages that arrived while the pool still had packets hold
+// them all; a send queued in the backlog then waits for a packet that only
+// receiving those messages would free. Progress must break the cycle (it
+// moves the held messages to heap copies: docs/RELIABILITY.md, the native
+// shm soak stall) and every message must still arrive intact.
+TEST_F(LciTest, BacklogGetsPacketsHeldByUnexpectedMessages)
+{
+  const size_t size = 1000;  // eager, above the inject size: takes a packet
+  ASSERT_GT(size, lci::get_g_runtime().get_attr_max_inject_size());
+  // 2 pre-posted receives + 4 unexpected messages = the whole pool
+  lci::packet_pool_t pool = lci::alloc_packet_pool_x().npackets(6)();
+  lci::packet_pool_t send_pool = lci::alloc_packet_pool_x().npackets(8)();
+  lci::device_t dev =
+      lci::alloc_device_x().packet_pool(pool).net_max_recvs(2)();
+  std::vector<unsigned char> out(size), in(size);
+  for (lci::tag_t tag = 100; tag < 104; ++tag) {
+    fill_pattern(out.data(), size, tag);
+    lci::status_t s = lci_test::post_retry(
+        [&] {
+          return lci::post_send_x(0, out.data(), size, tag,
+                                  lci::COMP_NULL_RETRY)
+              .device(dev)
+              .packet_pool(send_pool)();
+        },
+        dev);
+    ASSERT_TRUE(s.is_done()) << s.error.get_str();
+  }
+  lci_test::progress_until_quiet(dev);
+
+  // the device's pool is dry: the send goes to the backlog
+  lci::comp_t cq = lci::alloc_cq();
+  fill_pattern(out.data(), size, 200);
+  lci::status_t s = lci::post_send_x(0, out.data(), size, 200, cq)
+                        .device(dev)
+                        .allow_retry(false)
+                        .allow_done(false)();
+  ASSERT_EQ(s.error.errorcode, lci::errorcode_t::posted_backlog)
+      << s.error.get_str();
+  lci::status_t c = lci_test::pop_wait(cq, dev);
+  ASSERT_TRUE(c.is_done()) << "the backlogged send never left";
+  EXPECT_EQ(c.tag, 200u);
+
+  for (lci::tag_t tag : {200, 100, 101, 102, 103}) {
+    std::fill(in.begin(), in.end(), 0);
+    lci::comp_t sync = lci::alloc_sync();
+    lci::status_t r =
+        lci::post_recv_x(0, in.data(), size, tag, sync).device(dev)();
+    if (r.is_posted()) {
+      ASSERT_TRUE(lci_test::progress_until(
+          [&] { return lci::sync_test(sync, &r); }, dev))
+          << "tag " << tag;
+    }
+    ASSERT_TRUE(r.is_done()) << "tag " << tag;
+    EXPECT_EQ(r.size, size);
+    EXPECT_EQ(first_pattern_mismatch(in.data(), size, tag), -1)
+        << "tag " << tag;
+    lci::free_comp(&sync);
+  }
+  lci::free_comp(&cq);
+  lci::free_device(&dev);
+  lci::free_packet_pool(&send_pool);
+  lci::free_packet_pool(&pool);
+}
+
 TEST_F(LciTest, UnexpectedMessageCompletesReceiveImmediately)
 {
   const size_t size = 40;
