@@ -310,13 +310,16 @@ size_t release_held_packets(device_impl_t* dev)
 
 // Called when a progress step found nothing to do: counts such steps while
 // the pool is dry, and scans for held packets every starved_scan_after of
-// them (doubling that after a scan that freed nothing, up to ~1M steps).
+// them (doubling that after a scan that freed nothing, up to ~1M steps;
+// back to 64 once the pool is no longer dry).
 size_t progress_starved(device_impl_t* dev)
 {
   if (!dev->recv_starved.load(std::memory_order_relaxed) &&
       !dev->backlog.waiting_for_packet()) {
     if (dev->starved_idle.load(std::memory_order_relaxed) != 0)
       dev->starved_idle.store(0, std::memory_order_relaxed);
+    if (dev->starved_scan_after.load(std::memory_order_relaxed) != 64)
+      dev->starved_scan_after.store(64, std::memory_order_relaxed);
     return 0;
   }
   uint32_t idle = dev->starved_idle.fetch_add(1, std::memory_order_relaxed);

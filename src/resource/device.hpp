@@ -56,7 +56,7 @@ class device_impl_t
   // (recv_starved, or the backlog waiting for a packet), and how many such
   // calls trigger the next scan for packets held by unexpected messages
   // (progress.cpp release_held_packets; doubled after a scan that found
-  // none, so a long wait does not keep scanning)
+  // none, so a long wait does not keep scanning; 64 again once not dry)
   std::atomic<uint32_t> starved_idle{0};
   std::atomic<uint32_t> starved_scan_after{64};
   // packets those scans gave back (introspection)
