@@ -1,5 +1,6 @@
 #include "core/send_comp.hpp"
 
+#include <utility>
 #include <vector>
 
 #include "core/peer_failure.hpp"
@@ -32,20 +33,31 @@ void unlink_locked(pending_send_t* s)
   s->linked = false;
 }
 
-// true if `s` was still linked (the caller then signals it)
+// Takes `s` out of the device's lists: true if it was still pending (the
+// caller then signals it), false if a peer failure signalled it already
+// (it was in failed_sends).
 bool unlink(device_impl_t* dev, pending_send_t* s)
 {
   util::spin_guard_t g(dev->pending_lock);
-  if (!s->linked) return false;
-  unlink_locked(s);
-  return true;
+  if (s->linked) {
+    unlink_locked(s);
+    return true;
+  }
+  if (s->failed) {
+    s->prev->next = s->next;
+    s->next->prev = s->prev;
+    s->failed = false;
+  }
+  return false;
 }
 
 }  // namespace
 
 void fail_network_sends(device_impl_t* dev, int rank)
 {
-  std::vector<send_comp_t*> failed;
+  // what to signal, copied under the lock: once the lock is released, the
+  // record's completion may come and free it
+  std::vector<std::pair<comp_impl_t*, status_t>> failed;
   {
     util::spin_guard_t g(dev->pending_lock);
     pending_send_t* s = dev->pending_sends.next;
@@ -53,18 +65,25 @@ void fail_network_sends(device_impl_t* dev, int rank)
       pending_send_t* next = s->next;
       if (s->rank == rank) {
         unlink_locked(s);
-        failed.push_back(static_cast<send_comp_t*>(s));
+        // kept in failed_sends: freed by its completion, if it ever comes,
+        // or with the device (release_failed_sends)
+        s->prev = &dev->failed_sends;
+        s->next = dev->failed_sends.next;
+        s->next->prev = s;
+        dev->failed_sends.next = s;
+        s->failed = true;
+        auto* sc = static_cast<send_comp_t*>(s);
+        failed.emplace_back(sc->comp, sc->status);
       }
       s = next;
     }
   }
-  // the records stay with their packets: the network still owns those and
-  // complete_send frees the record if its completion ever comes. The sends
-  // no longer count as pending (free_device need not wait for them: they
-  // may never complete); complete_send does not count them down again.
-  for (send_comp_t* sc : failed) {
-    sc->comp->signal(peer_failure_status(
-        rank, sc->status.buffer, sc->status.tag, sc->status.user_context));
+  // The packets stay with the network. The sends no longer count as
+  // pending (free_device need not wait for them: they may never complete);
+  // complete_send does not count them down again.
+  for (auto& f : failed) {
+    f.first->signal(peer_failure_status(rank, f.second.buffer, f.second.tag,
+                                        f.second.user_context));
     dev->nsends_pending.fetch_sub(1, std::memory_order_release);
   }
 }
@@ -98,6 +117,21 @@ error_t post_packet(device_impl_t* dev, int rank, packet_t* p, size_t wire,
     p->send_comp = nullptr;
   }
   return e;
+}
+
+void release_failed_sends(device_impl_t* dev)
+{
+  std::vector<send_comp_t*> left;
+  {
+    util::spin_guard_t g(dev->pending_lock);
+    pending_send_t* s = dev->failed_sends.next;
+    while (s != &dev->failed_sends) {
+      left.push_back(static_cast<send_comp_t*>(s));
+      s = s->next;
+    }
+    dev->failed_sends.prev = dev->failed_sends.next = &dev->failed_sends;
+  }
+  for (send_comp_t* sc : left) delete sc;
 }
 
 void complete_send(device_impl_t* dev, packet_t* p)

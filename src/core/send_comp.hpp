@@ -30,6 +30,10 @@ void complete_send(device_impl_t* dev, packet_t* p);
 // stay with the network until the completion or the device's end.
 void fail_network_sends(device_impl_t* dev, int rank);
 
+// The device's end: frees the records of sends a peer failure signalled
+// whose completion never came (the backend is closed already).
+void release_failed_sends(device_impl_t* dev);
+
 }  // namespace lci
 
 #endif  // LCI_CORE_SEND_COMP_HPP

@@ -5,6 +5,7 @@
 #include "core/globals.hpp"
 #include "core/peer_failure.hpp"
 #include "core/progress.hpp"
+#include "core/send_comp.hpp"
 #include "resource/packet_pool.hpp"
 #include "resource/runtime.hpp"
 #include "util/error.hpp"
@@ -59,6 +60,7 @@ device_impl_t::device_impl_t(runtime_impl_t* rt, packet_pool_impl_t* p,
     : attr(a), runtime(rt), pool(p)
 {
   pending_sends.prev = pending_sends.next = &pending_sends;
+  failed_sends.prev = failed_sends.next = &failed_sends;
   if (attr.net_max_recvs == 0 || attr.net_max_sends == 0 ||
       attr.net_max_cqes == 0)
     util::throw_fatal("alloc_device: net_max_sends (", attr.net_max_sends,
@@ -82,6 +84,7 @@ device_impl_t::device_impl_t(runtime_impl_t* rt, packet_pool_impl_t* p,
 device_impl_t::~device_impl_t()
 {
   net.reset();  // closes the endpoint: its pending receives are gone
+  release_failed_sends(this);  // their completions can no longer come
   pool->reclaim_recvs(this);
   pool->users.fetch_sub(1);
 }

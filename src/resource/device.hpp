@@ -26,7 +26,8 @@ struct pending_send_t {
   pending_send_t* prev = nullptr;
   pending_send_t* next = nullptr;
   int rank = -1;
-  bool linked = false;
+  bool linked = false;  // in the device's pending_sends
+  bool failed = false;  // in the device's failed_sends instead
 };
 
 class device_impl_t
@@ -68,6 +69,10 @@ class device_impl_t
   // sentinel), under pending_lock
   util::spinlock_t pending_lock;
   pending_send_t pending_sends;
+  // those a peer failure signalled already, whose completion has not come
+  // (it may never: the backend may hold them until the device's end, when
+  // release_failed_sends frees them), under pending_lock
+  pending_send_t failed_sends;
 
   // Nothing this device posted still waits for the network: an empty
   // backlog, no send and no put/get/rendezvous transfer in flight
