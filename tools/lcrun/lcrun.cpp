@@ -464,8 +464,10 @@ bool job_t::launch(int rank)
 // process with the same pid finds the name taken). LCI's native shm backend
 // names its segments "/dev/shm/lci-shm-<pid>-<nonce>-<n>" and unlinks them
 // once every peer has mapped them, so a rank killed during startup can
-// leave one. Removes both kinds of a rank that ended; it is still a zombie,
-// so its pid is not reused yet.
+// leave one. LCI names its libfabric shm endpoints "lci-<pid>-<nonce>-<n>"
+// (src/net/ofi/ofi.cpp), which a killed rank leaves as the provider's own
+// names. Removes all three kinds of a rank that ended; it is still a
+// zombie, so its pid is not reused yet.
 void remove_shm_regions(pid_t pid)
 {
   DIR* dir = opendir("/dev/shm");
@@ -473,9 +475,11 @@ void remove_shm_regions(pid_t pid)
   std::string prefix = std::to_string(static_cast<long>(pid)) + ":";
   std::string native =
       "lci-shm-" + std::to_string(static_cast<long>(pid)) + "-";
+  std::string ofi = "lci-" + std::to_string(static_cast<long>(pid)) + "-";
   while (dirent* entry = readdir(dir)) {
     if (std::strncmp(entry->d_name, prefix.c_str(), prefix.size()) != 0 &&
-        std::strncmp(entry->d_name, native.c_str(), native.size()) != 0) {
+        std::strncmp(entry->d_name, native.c_str(), native.size()) != 0 &&
+        std::strncmp(entry->d_name, ofi.c_str(), ofi.size()) != 0) {
       continue;
     }
     std::string path = std::string("/dev/shm/") + entry->d_name;
