@@ -20,23 +20,16 @@
 #include <thread>
 #include <vector>
 
+#include "mp_check.hpp"
+
 namespace
 {
 
-int g_rank = 0;
-int g_n = 1;
-std::atomic<int> g_failures{0};
-long g_checked = 0;  // elements checked (main thread)
+using mp::g_failures;
+using mp::g_rank;
 
-#define CHECK(cond, ...)                                                  \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      std::fprintf(stderr, "rank %d: check failed: %s: ", g_rank, #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                                  \
-      std::fprintf(stderr, "\n");                                         \
-      ++g_failures;                                                       \
-    }                                                                     \
-  } while (0)
+int g_n = 1;
+long g_checked = 0;  // elements checked (main thread)
 
 // the byte i of rank r's contribution to collective number `seq`
 unsigned char byte_of(int r, size_t i, unsigned seq)

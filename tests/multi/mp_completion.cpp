@@ -22,21 +22,13 @@
 #include <string>
 #include <vector>
 
+#include "mp_check.hpp"
+
 namespace
 {
 
-int g_failures = 0;
-int g_rank = -1;
-
-#define CHECK(cond, ...)                                                  \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      std::fprintf(stderr, "rank %d: check failed: %s: ", g_rank, #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                                  \
-      std::fprintf(stderr, "\n");                                         \
-      ++g_failures;                                                       \
-    }                                                                     \
-  } while (0)
+using mp::g_failures;
+using mp::g_rank;
 
 unsigned char pattern(int src, lci::tag_t tag, size_t i)
 {
@@ -343,7 +335,8 @@ int main()
     lci::free_comp(&remote_counter);
     lci::free_comp(&go_counter);
     std::printf("mp_completion: rank %d (%s): %s (%d failures)\n", g_rank,
-                shm ? "shm" : "tcp", g_failures ? "FAILED" : "ok", g_failures);
+                shm ? "shm" : "tcp", g_failures ? "FAILED" : "ok",
+                g_failures.load());
     lci::g_runtime_fina();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mp_completion: rank %d: %s\n", g_rank, e.what());

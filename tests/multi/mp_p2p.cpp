@@ -23,21 +23,13 @@
 #include <thread>
 #include <vector>
 
+#include "mp_check.hpp"
+
 namespace
 {
 
-std::atomic<int> g_failures{0};
-int g_rank = -1;
-
-#define CHECK(cond, ...)                                                  \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      std::fprintf(stderr, "rank %d: check failed: %s: ", g_rank, #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                                  \
-      std::fprintf(stderr, "\n");                                         \
-      g_failures.fetch_add(1);                                            \
-    }                                                                     \
-  } while (0)
+using mp::g_failures;
+using mp::g_rank;
 
 // The byte i of the payload that `src` sends with `tag`.
 inline unsigned char pattern(int src, uint64_t tag, size_t i)

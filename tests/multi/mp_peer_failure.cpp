@@ -44,21 +44,13 @@
 #include <thread>
 #include <vector>
 
+#include "mp_check.hpp"
+
 namespace
 {
 
-int g_failures = 0;
-int g_rank = -1;
-
-#define CHECK(cond, ...)                                                  \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      std::fprintf(stderr, "rank %d: check failed: %s: ", g_rank, #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                                  \
-      std::fprintf(stderr, "\n");                                         \
-      ++g_failures;                                                       \
-    }                                                                     \
-  } while (0)
+using mp::g_failures;
+using mp::g_rank;
 
 int64_t realtime_ns()
 {
@@ -352,6 +344,6 @@ int main(int argc, char** argv)
   double fina = seconds_since(f0);
   CHECK(fina <= bound, "g_runtime_fina took %.3f s", fina);
   std::printf("rank %d: fina_ms=%.1f failures=%d\n", g_rank, fina * 1000,
-              g_failures);
+              g_failures.load());
   return g_failures == 0 ? 0 : 1;
 }

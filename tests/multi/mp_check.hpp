@@ -1,0 +1,27 @@
+// The check of the multi-process tests: CHECK(cond, fmt, ...) prints the
+// failed condition, this rank's number and the message, and counts the
+// failure; the program exits non-zero when any check failed. Any thread may
+// check. Set mp::g_rank once the runtime is up.
+#ifndef LCI_TESTS_MULTI_MP_CHECK_HPP
+#define LCI_TESTS_MULTI_MP_CHECK_HPP
+
+#include <atomic>
+#include <cstdio>
+
+namespace mp
+{
+inline std::atomic<int> g_failures{0};
+inline int g_rank = -1;
+}  // namespace mp
+
+#define CHECK(cond, ...)                                                      \
+  do {                                                                        \
+    if (!(cond)) {                                                            \
+      std::fprintf(stderr, "rank %d: check failed: %s: ", mp::g_rank, #cond); \
+      std::fprintf(stderr, __VA_ARGS__);                                      \
+      std::fprintf(stderr, "\n");                                             \
+      mp::g_failures.fetch_add(1);                                            \
+    }                                                                         \
+  } while (0)
+
+#endif  // LCI_TESTS_MULTI_MP_CHECK_HPP
