@@ -18,23 +18,13 @@
 #include "comp/graph.hpp"
 #include "comp/sync.hpp"
 #include "lci.hpp"
+#include "tsan.hpp"
 
 namespace
 {
 
 // Iteration counts are halved under ThreadSanitizer (5-10x slower; the
 // full counts take under 10 s per test there too, LCI_STRESS_FULL=1).
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kTsan = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kTsan = true;
-#else
-constexpr bool kTsan = false;
-#endif
-#else
-constexpr bool kTsan = false;
-#endif
 const int kScale = kTsan && !std::getenv("LCI_STRESS_FULL") ? 2 : 1;
 
 constexpr int kThreads = 8;

@@ -21,24 +21,13 @@
 #include <vector>
 
 #include "resource/packet_pool.hpp"
+#include "tsan.hpp"
 
 namespace
 {
 
 using lci::packet_t;
 using pool_t = lci::packet_pool_impl_t;
-
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kTsan = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kTsan = true;
-#else
-constexpr bool kTsan = false;
-#endif
-#else
-constexpr bool kTsan = false;
-#endif
 
 // ThreadSanitizer runs these loops several times slower: halve the counts.
 long scaled(long n) { return kTsan ? n / 2 : n; }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "net/shm/ring.hpp"
+#include "tsan.hpp"
 
 namespace
 {
@@ -25,18 +26,6 @@ using lci::net::shm::ring_consumer_t;
 using lci::net::shm::ring_ctrl_t;
 using lci::net::shm::ring_producer_t;
 using lci::net::shm::slot_t;
-
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kTsan = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kTsan = true;
-#else
-constexpr bool kTsan = false;
-#endif
-#else
-constexpr bool kTsan = false;
-#endif
 
 // Message seq's payload is table[offset_of(seq) ..] of a random table twice
 // the largest payload long: every message has different bytes.
