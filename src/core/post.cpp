@@ -26,17 +26,54 @@
 namespace lci
 {
 
-status_t complete_recv(recv_t* recv, packet_t* pkt, bool signal)
+namespace
 {
-  msg_header_t hdr;
-  std::memcpy(&hdr, pkt->data(), sizeof(hdr));
-  if (hdr.type() == msg_type_t::rts_send) {
-    std::unique_ptr<recv_t> owned(signal ? recv : nullptr);
-    return start_rdv_recv(recv, pkt);
+// Freed receive descriptors of this thread, reused by its next posts (a
+// receive posted by one thread and completed by another moves between the
+// caches, each bounded: beyond it, the global allocator).
+struct recv_cache_t {
+  static constexpr int kMax = 64;
+  void* items[kMax];
+  int n = 0;
+  bool dead = false;  // destroyed (thread exit): straight to the allocator
+  ~recv_cache_t()
+  {
+    dead = true;
+    while (n > 0) ::operator delete(items[--n]);
   }
-  size_t size = pkt->length;
+};
+// initial-exec: a fixed offset from the thread pointer, no __tls_get_addr
+// (see resource/packet_pool.cpp)
+#if defined(__GNUC__) && !defined(__APPLE__)
+thread_local recv_cache_t g_recv_cache
+    __attribute__((tls_model("initial-exec")));
+#else
+thread_local recv_cache_t g_recv_cache;
+#endif
+}  // namespace
+
+void* recv_t::operator new(size_t size)
+{
+  recv_cache_t& c = g_recv_cache;
+  if (c.n > 0 && size == sizeof(recv_t)) return c.items[--c.n];
+  return ::operator new(size);
+}
+
+void recv_t::operator delete(void* p)
+{
+  recv_cache_t& c = g_recv_cache;
+  if (c.n < recv_cache_t::kMax && !c.dead)
+    c.items[c.n++] = p;
+  else
+    ::operator delete(p);
+}
+
+status_t complete_recv_eager(recv_t* recv, const msg_header_t& hdr,
+                             const void* payload, size_t size, packet_t* pkt,
+                             bool signal)
+{
   if (size > recv->size) {
-    packet_pool_impl_t::put(pkt);
+    if (pkt) packet_pool_impl_t::put(pkt);
     size_t capacity = recv->size;
     if (signal) delete recv;
     util::throw_fatal("post_recv: a ", size, "-byte message from rank ",
@@ -44,8 +81,8 @@ status_t complete_recv(recv_t* recv, packet_t* pkt, bool signal)
                       " does not fit the posted ", capacity,
                       "-byte receive buffer");
   }
-  if (size > 0) std::memcpy(recv->buffer, pkt->data() + sizeof(hdr), size);
-  packet_pool_impl_t::put(pkt);
+  if (size > 0) std::memcpy(recv->buffer, payload, size);
+  if (pkt) packet_pool_impl_t::put(pkt);
   status_t s(errorcode_t::done);
   s.rank = hdr.rank;
   s.buffer = recv->buffer;
@@ -58,6 +95,18 @@ status_t complete_recv(recv_t* recv, packet_t* pkt, bool signal)
     comp->signal(s);
   }
   return s;
+}
+
+status_t complete_recv(recv_t* recv, packet_t* pkt, bool signal)
+{
+  msg_header_t hdr;
+  std::memcpy(&hdr, pkt->data(), sizeof(hdr));
+  if (hdr.type() == msg_type_t::rts_send) {
+    std::unique_ptr<recv_t> owned(signal ? recv : nullptr);
+    return start_rdv_recv(recv, pkt);
+  }
+  return complete_recv_eager(recv, hdr, pkt->data() + sizeof(hdr), pkt->length,
+                             pkt, signal);
 }
 
 status_t done_status(const post_args_t& a)

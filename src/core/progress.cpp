@@ -89,14 +89,15 @@ void refill_recvs(device_impl_t* dev)
     dev->recv_starved.store(false, std::memory_order_relaxed);
 }
 
-// An active message: copy it out of the packet and signal the target's
-// registered completion object.
-void deliver_am(runtime_impl_t* rt, const msg_header_t& hdr, packet_t* pkt,
-                size_t size)
+// An active message: copy it out (of the packet `pkt`, or of the scratch
+// buffer when pkt is null) and signal the target's registered completion
+// object.
+void deliver_am(runtime_impl_t* rt, const msg_header_t& hdr,
+                const char* payload, size_t size, packet_t* pkt)
 {
   comp_impl_t* comp = rt->rcomps.get(hdr.aux(), nullptr);
   if (!comp) {
-    packet_pool_impl_t::put(pkt);
+    if (pkt) packet_pool_impl_t::put(pkt);
     util::throw_fatal("progress: an active message from rank ", hdr.rank,
                       " targets remote completion ", hdr.aux(),
                       ", which is not registered here");
@@ -106,19 +107,78 @@ void deliver_am(runtime_impl_t* rt, const msg_header_t& hdr, packet_t* pkt,
   if (size > 0 && !is_counter(comp)) {
     buf = std::malloc(size);
     if (!buf) {
-      packet_pool_impl_t::put(pkt);
+      if (pkt) packet_pool_impl_t::put(pkt);
       util::throw_fatal("progress: cannot allocate ", size,
                         " bytes for an active message");
     }
-    std::memcpy(buf, pkt->data() + sizeof(msg_header_t), size);
+    std::memcpy(buf, payload, size);
   }
-  packet_pool_impl_t::put(pkt);
+  if (pkt) packet_pool_impl_t::put(pkt);
   status_t s(errorcode_t::done);
   s.rank = hdr.rank;
   s.buffer = buf;
   s.size = size;
   s.tag = hdr.tag;
   comp->signal(s);
+}
+
+// A message given in place (`len` bytes at `data`) as a packet of its own,
+// to wait in a matching engine: one of the device's pool, or a heap copy
+// under pressure (the pool dry, see deliver_send) or when the pool's
+// packets are too small; nullptr when memory is short.
+packet_t* packet_of_bytes(device_impl_t* dev, const char* data, size_t len)
+{
+  packet_t* p = nullptr;
+  if (len <= dev->pool->attr.packet_size &&
+      !dev->recv_starved.load(std::memory_order_relaxed))
+    p = dev->pool->get();
+  if (!p) {
+    size_t total = (sizeof(packet_t) + len + 63) / 64 * 64;
+    void* mem = std::aligned_alloc(64, total);
+    if (!mem) return nullptr;
+    p = new (mem) packet_t();
+    p->pool = nullptr;
+    p->send_comp = nullptr;
+  }
+  p->recv_owner = nullptr;
+  p->length = len - sizeof(msg_header_t);
+  p->arrived_on = dev;
+  std::memcpy(p->data(), data, len);
+  return p;
+}
+
+[[noreturn]] void throw_no_memory(const msg_header_t& hdr, size_t len)
+{
+  util::throw_fatal("progress: cannot allocate ", len,
+                    " bytes to keep a message from rank ", hdr.rank,
+                    " that no receive waits for");
+}
+
+// The matching engine a send names, else nullptr after keeping or
+// dropping the packet (an engine not allocated here yet, or freed).
+matching_engine_impl_t* engine_of(runtime_impl_t* rt, const msg_header_t& hdr,
+                                  device_impl_t* dev, packet_t** pkt,
+                                  const char* data, size_t len)
+{
+  matching_engine_impl_t* me = rt->matching_engines.get(hdr.aux(), nullptr);
+  if (me) return me;
+  // Not allocated here yet: kept until it is (alloc_matching_engine
+  // checks the list after publishing the engine, so re-check under the
+  // lock). An index below the count was allocated and freed: an error.
+  std::unique_lock<std::mutex> lock(rt->early_mu);
+  me = rt->matching_engines.get(hdr.aux(), nullptr);
+  if (me) return me;
+  if (hdr.aux() >= rt->matching_engines.size()) {
+    if (!*pkt) *pkt = packet_of_bytes(dev, data, len);
+    if (!*pkt) throw_no_memory(hdr, len);
+    rt->early_sends.emplace_back(hdr.aux(), *pkt);
+    return nullptr;
+  }
+  lock.unlock();
+  if (*pkt) packet_pool_impl_t::put(*pkt);
+  util::throw_fatal("progress: a message from rank ", hdr.rank,
+                    " targets matching engine ", hdr.aux(),
+                    ", which was freed here");
 }
 
 // A send: match it with a posted receive, or leave it waiting in the
@@ -135,72 +195,96 @@ void deliver_send(runtime_impl_t* rt, const msg_header_t& hdr, packet_t* pkt,
   auto* dev = static_cast<device_impl_t*>(pkt->arrived_on);
   if (dev && dev->recv_starved.load(std::memory_order_relaxed))
     pkt = packet_pool_impl_t::detach(pkt, sizeof(msg_header_t) + size);
-  matching_engine_impl_t* me = rt->matching_engines.get(hdr.aux(), nullptr);
-  if (!me) {
-    // Not allocated here yet: kept until it is (alloc_matching_engine
-    // checks the list after publishing the engine, so re-check under the
-    // lock). An index below the count was allocated and freed: an error.
-    std::unique_lock<std::mutex> lock(rt->early_mu);
-    me = rt->matching_engines.get(hdr.aux(), nullptr);
-    if (!me) {
-      if (hdr.aux() >= rt->matching_engines.size()) {
-        rt->early_sends.emplace_back(hdr.aux(), pkt);
-        return;
-      }
-      lock.unlock();
-      packet_pool_impl_t::put(pkt);
-      util::throw_fatal("progress: a message from rank ", hdr.rank,
-                        " targets matching engine ", hdr.aux(),
-                        ", which was freed here");
-    }
-  }
-  deliver_to_engine(me, pkt);
+  matching_engine_impl_t* me =
+      engine_of(rt, hdr, dev, &pkt, pkt->data(), sizeof(msg_header_t) + size);
+  if (me) deliver_to_engine(me, pkt);
 }
 
-}  // namespace
+struct bytes_t {
+  device_impl_t* dev;
+  const char* data;
+  size_t len;
+};
 
-void deliver_message(device_impl_t* dev, packet_t* pkt, size_t len)
+void* make_packet(void* ctx)
 {
-  pkt->recv_owner = nullptr;
-  dev->nrecvs_posted.fetch_sub(1, std::memory_order_relaxed);
+  auto* b = static_cast<bytes_t*>(ctx);
+  return packet_of_bytes(b->dev, b->data, b->len);
+}
+
+// An eager send given in place: copied straight into the receive waiting
+// for it, else into a packet that waits in the engine.
+void deliver_send_bytes(device_impl_t* dev, const msg_header_t& hdr,
+                        const char* data, size_t len)
+{
+  runtime_impl_t* rt = dev->runtime;
+  packet_t* pkt = nullptr;
+  matching_engine_impl_t* me = engine_of(rt, hdr, dev, &pkt, data, len);
+  if (!me) return;
+  bytes_t b{dev, data, len};
+  void* recv =
+      me->insert_lazy(me->key(hdr.rank, hdr.tag, hdr.policy()),
+                      matching_engine_impl_t::type_t::send, make_packet, &b);
+  if (recv == matching_engine_impl_t::kNotInserted) throw_no_memory(hdr, len);
+  if (recv)
+    complete_recv_eager(static_cast<recv_t*>(recv), hdr,
+                        data + sizeof(msg_header_t), len - sizeof(msg_header_t),
+                        nullptr, true);
+}
+
+// A received message, `len` bytes at `data`: in the packet `pkt` (a
+// pre-posted receive), or in place (pkt null: a scratch buffer, valid
+// during this call only).
+void deliver_bytes(device_impl_t* dev, const char* data, size_t len,
+                   packet_t* pkt)
+{
   // nothing below trusts a header that fails these checks (a corrupt or
   // hostile message is dropped and reported, never followed)
   msg_header_t hdr;
-  if (const char* bad =
-          check_message(pkt->data(), len, dev->runtime->rank_n, &hdr)) {
+  if (const char* bad = check_message(data, len, dev->runtime->rank_n, &hdr)) {
     int32_t rank = -1;
     if (len >= sizeof(msg_header_t))
-      std::memcpy(&rank, pkt->data() + offsetof(msg_header_t, rank),
-                  sizeof(rank));
-    packet_pool_impl_t::put(pkt);
+      std::memcpy(&rank, data + offsetof(msg_header_t, rank), sizeof(rank));
+    if (pkt) packet_pool_impl_t::put(pkt);
     util::throw_fatal("progress: dropped a malformed ", len,
                       "-byte message (claims rank ", rank, "): ", bad);
   }
   size_t size = len - sizeof(hdr);
-  pkt->arrived_on = dev;
   // what a failed rank sent before it died is dropped: the operations it
   // belonged to have been failed here
   if (peer_is_failed(dev->runtime, static_cast<int>(hdr.rank))) {
-    packet_pool_impl_t::put(pkt);
+    if (pkt) packet_pool_impl_t::put(pkt);
     return;
   }
   switch (hdr.type()) {
     case msg_type_t::am:
-      deliver_am(dev->runtime, hdr, pkt, size);
+      deliver_am(dev->runtime, hdr, data + sizeof(hdr), size, pkt);
       return;
     case msg_type_t::send:
+      if (!pkt) return deliver_send_bytes(dev, hdr, data, len);
+      pkt->arrived_on = dev;
+      deliver_send(dev->runtime, hdr, pkt, size);
+      return;
     case msg_type_t::rts_send:  // matched like a send (rendezvous.cpp)
+      if (!pkt) {
+        pkt = packet_of_bytes(dev, data, len);
+        if (!pkt) throw_no_memory(hdr, len);
+      }
+      pkt->arrived_on = dev;
       deliver_send(dev->runtime, hdr, pkt, size);
       return;
     default:
       break;
   }
-  // control messages: handled from the packet, which then goes back
+  // control messages: handled from the bytes; a packet then goes back
   struct put_back_t {
     packet_t* p;
-    ~put_back_t() { packet_pool_impl_t::put(p); }
+    ~put_back_t()
+    {
+      if (p) packet_pool_impl_t::put(p);
+    }
   } put_back{pkt};
-  const char* payload = pkt->data() + sizeof(hdr);
+  const char* payload = data + sizeof(hdr);
   switch (hdr.type()) {
     case msg_type_t::rts_am:
       handle_rts_am(dev, hdr, payload, size);
@@ -219,6 +303,20 @@ void deliver_message(device_impl_t* dev, packet_t* pkt, size_t len)
                         static_cast<uint32_t>(hdr.type()), " from rank ",
                         hdr.rank);
   }
+}
+
+}  // namespace
+
+void deliver_message(device_impl_t* dev, packet_t* pkt, size_t len)
+{
+  pkt->recv_owner = nullptr;
+  dev->nrecvs_posted.fetch_sub(1, std::memory_order_relaxed);
+  deliver_bytes(dev, pkt->data(), len, pkt);
+}
+
+void deliver_in_place(device_impl_t* dev, const char* data, size_t len)
+{
+  deliver_bytes(dev, data, len, nullptr);
 }
 
 namespace
@@ -254,6 +352,9 @@ void handle_cqe(device_impl_t* dev, const net::cqe_t& c)
     case net::cqe_t::kind_t::recv:
       if (c.error) return message_failed(dev, c);
       deliver_message(dev, static_cast<packet_t*>(c.ctx), c.length);
+      return;
+    case net::cqe_t::kind_t::message:
+      deliver_in_place(dev, static_cast<const char*>(c.ctx), c.length);
       return;
     case net::cqe_t::kind_t::write:
     case net::cqe_t::kind_t::read:
@@ -344,9 +445,12 @@ size_t progress_starved(device_impl_t* dev)
 size_t progress_once(device_impl_t* dev)
 {
   constexpr size_t kBatch = 16;
+  // small messages may come in place, in here (net.hpp, poll_comp)
+  constexpr size_t kScratch = 4096;
   size_t n = dev->backlog.drain();
   net::cqe_t cqes[kBatch];
-  size_t ncqes = dev->net->poll_comp(cqes, kBatch);
+  alignas(64) char scratch[kScratch];
+  size_t ncqes = dev->net->poll_comp(cqes, kBatch, scratch, kScratch);
   n += ncqes;
   std::exception_ptr first_error;
   for (size_t i = 0; i < ncqes; ++i) {

@@ -33,6 +33,12 @@ void drop_early_sends(runtime_impl_t* rt);
 // returned to its pool either way (or kept in a matching engine).
 void deliver_message(device_impl_t* dev, packet_t* pkt, size_t len);
 
+// The same for a message handed over in place (`len` bytes at `data`,
+// valid during the call only: a backend's `message` completion). An eager
+// send is copied straight into the receive waiting for it, or into a
+// packet (the pool's, else the heap) to wait in the matching engine.
+void deliver_in_place(device_impl_t* dev, const char* data, size_t len);
+
 // Poll the device once and react to what completed; keep the receives
 // pre-posted. done if anything happened, retry otherwise.
 error_t progress_device(device_impl_t* device);

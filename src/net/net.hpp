@@ -53,14 +53,18 @@ struct mr_t {
 // One completed network operation.
 struct cqe_t {
   enum class kind_t {
-    send,         // post_send finished with the buffer
-    recv,         // a message landed in a post_recv buffer
-    write,        // post_write / post_writeimm finished (locally)
-    read,         // post_read finished: the data is in the local buffer
-    remote_write  // a peer's post_writeimm landed here (ctx is null)
+    send,          // post_send finished with the buffer
+    recv,          // a message landed in a post_recv buffer
+    write,         // post_write / post_writeimm finished (locally)
+    read,          // post_read finished: the data is in the local buffer
+    remote_write,  // a peer's post_writeimm landed here (ctx is null)
+    // a message handed over in place, without a pre-posted receive: ctx
+    // points at its `length` bytes in the caller's scratch buffer (see
+    // poll_comp), valid until the caller's next poll with that buffer
+    message
   } kind;
-  void* ctx;      // as given to the post call
-  size_t length;  // bytes received (recv only)
+  void* ctx;      // as given to the post call (message: the bytes)
+  size_t length;  // bytes received (recv and message only)
   uint64_t imm;   // the immediate data (remote_write only)
   // nullptr, or why the operation failed (a static string); ctx still
   // identifies the operation
@@ -114,8 +118,14 @@ class device_t
   virtual error_t post_read(int rank, void* buf, size_t size, void* desc,
                             uint64_t raddr, uint64_t rkey, void* ctx) = 0;
   // Up to `max` completions; 0 when none (or the lock was busy). A failed
-  // operation comes back as a cqe with `error` set.
-  virtual size_t poll_comp(cqe_t* out, size_t max) = 0;
+  // operation comes back as a cqe with `error` set. A backend may copy
+  // small incoming messages into `scratch` (`scratch_size` bytes, 16-byte
+  // aligned) instead of into pre-posted receive buffers and return them as
+  // `message` cqes: no receive is consumed, and the core handles them in
+  // place (copied once more only into the user's buffer). Messages of one
+  // peer come out in the order sent whichever way each one takes.
+  virtual size_t poll_comp(cqe_t* out, size_t max, char* scratch,
+                           size_t scratch_size) = 0;
   // Diagnostics only (never on a fast path): a one-line summary of the
   // backend's queues, for the dump of a stuck test; empty when the backend
   // has nothing to say.

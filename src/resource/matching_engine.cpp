@@ -245,8 +245,9 @@ inline bool list_unlink(node_t*& last, node_t* prev, node_t* n,
 }
 }  // namespace
 
-void* matching_engine_impl_t::insert(const match_key_t& key, void* value,
-                                     type_t type)
+template <typename Make>
+void* matching_engine_impl_t::insert_impl(const match_key_t& key, type_t type,
+                                          Make make)
 {
   const size_t i = hash_key(key) & mask_;
   bucket_t& b = buckets_[i];
@@ -263,6 +264,11 @@ void* matching_engine_impl_t::insert(const match_key_t& key, void* value,
     if (b.hi[s] != key.hi || b.lo[s] != key.lo) continue;
     ext_t& e = ext_[i];
     if (type_bit_of(w, s) == tbit) {  // same type: queue behind
+      void* value = make();
+      if (!value) {
+        unlock_bucket(b, w);
+        return kNotInserted;
+      }
       if (c == 1) {
         e.second[s] = value;
         w = with_count(w, s, 2);
@@ -300,6 +306,11 @@ void* matching_engine_impl_t::insert(const match_key_t& key, void* value,
       free_slot = -1;  // queue behind the key's nodes
     }
   }
+  void* value = make();
+  if (!value) {
+    unlock_bucket(b, w);
+    return kNotInserted;
+  }
   if (free_slot >= 0) {
     b.hi[free_slot] = key.hi;
     b.lo[free_slot] = key.lo;
@@ -317,6 +328,18 @@ void* matching_engine_impl_t::insert(const match_key_t& key, void* value,
   }
   unlock_bucket(b, w);
   return nullptr;
+}
+
+void* matching_engine_impl_t::insert(const match_key_t& key, void* value,
+                                     type_t type)
+{
+  return insert_impl(key, type, [value] { return value; });
+}
+
+void* matching_engine_impl_t::insert_lazy(const match_key_t& key, type_t type,
+                                          void* (*make)(void*), void* ctx)
+{
+  return insert_impl(key, type, [make, ctx] { return make(ctx); });
 }
 
 // Drops the oldest entry of slot s (holding key): second moves up, and the

@@ -129,6 +129,14 @@ class matching_engine_impl_t
   // Stores value (returns nullptr) or returns the oldest waiting entry of
   // the complementary type under the same key, removing it.
   void* insert(const match_key_t& key, void* value, type_t type);
+  // insert() whose value is made only when it is stored: make(ctx), called
+  // under the bucket's lock (it must not throw or use the engine). A null
+  // from make stores nothing and returns kNotInserted. For an arrived
+  // message that exists only in a scratch buffer: copied to a packet only
+  // when no receive waits for it.
+  void* insert_lazy(const match_key_t& key, type_t type, void* (*make)(void*),
+                    void* ctx);
+  static inline void* const kNotInserted = reinterpret_cast<void*>(1);
   void* insert(int rank, tag_t tag, matching_policy_t policy, void* value,
                type_t type)
   {
@@ -192,6 +200,8 @@ class matching_engine_impl_t
   std::atomic<uint64_t> coll_seq{0};
 
  private:
+  template <typename Make>
+  void* insert_impl(const match_key_t& key, type_t type, Make make);
   struct node_t {
     uint64_t hi;
     int32_t lo;

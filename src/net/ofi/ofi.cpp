@@ -208,7 +208,8 @@ class ofi_device_t final : public device_t
     return result("fi_read", rc, errorcode_t::posted);
   }
 
-  size_t poll_comp(cqe_t* out, size_t max) override
+  // (libfabric lands every message in a pre-posted buffer: no scratch)
+  size_t poll_comp(cqe_t* out, size_t max, char*, size_t) override
   {
     constexpr size_t kBatch = 16;
     fi_cq_data_entry entries[kBatch];

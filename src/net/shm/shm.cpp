@@ -423,9 +423,12 @@ class shm_device_t final : public device_t
                 errorcode_t::posted);
   }
 
-  size_t poll_comp(cqe_t* out, size_t max) override
+  size_t poll_comp(cqe_t* out, size_t max, char* scratch,
+                   size_t scratch_size) override
   {
     if (!lock_.try_lock()) return 0;
+    scratch_ = scratch;
+    scratch_left_ = scratch ? scratch_size : 0;
     size_t n = 0;
     if (nlocal_.load(std::memory_order_relaxed) > 0) n = take_local(out, max);
     if (nnetwork_.load(std::memory_order_relaxed) > 0) check_network();
@@ -765,6 +768,17 @@ class shm_device_t final : public device_t
   {
     switch (m.type) {
       case kMsg: {
+        // in place: into the poller's scratch (no receive buffer, no
+        // packet), unless parked messages must go first
+        const size_t room = (m.length + 15) & ~size_t(15);
+        if (room <= scratch_left_ && overflow_.empty()) {
+          std::memcpy(scratch_, m.payload, m.length);
+          out[(*n)++] =
+              cqe_t{cqe_t::kind_t::message, scratch_, m.length, 0, nullptr};
+          scratch_ += room;
+          scratch_left_ -= room;
+          return true;
+        }
         recv_t rv;
         if (overflow_.empty() && pop_recv(&rv)) {
           out[(*n)++] = deliver(rv, m.payload, m.length);
@@ -844,6 +858,9 @@ class shm_device_t final : public device_t
   // kOverflowMax bytes; beyond, messages wait in their rings)
   std::deque<std::string> overflow_;
   size_t overflow_bytes_ = 0;
+  // the current poll's scratch buffer (message cqes), and its free bytes
+  char* scratch_ = nullptr;
+  size_t scratch_left_ = 0;
   // local completions (post_send, CMA writes and reads)
   alignas(64) util::spinlock_t local_lock_;
   std::atomic<size_t> nlocal_{0};
