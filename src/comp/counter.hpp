@@ -30,7 +30,9 @@ class counter_impl_t final : public comp_impl_t
 // given, so an active message to it keeps no copy of its payload).
 inline bool is_counter(const comp_impl_t* comp)
 {
-  return typeid(*comp) == typeid(counter_impl_t);
+  // the class is final and ours: the type_info objects themselves compare
+  // (type_info's operator== may compare the names with strcmp)
+  return &typeid(*comp) == &typeid(counter_impl_t);
 }
 
 }  // namespace lci

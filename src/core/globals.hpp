@@ -10,13 +10,22 @@
 namespace lci::globals
 {
 
-util::live_set_t& runtimes();
-util::live_set_t& devices();
-util::live_set_t& packet_pools();
-util::live_set_t& matching_engines();
-util::live_set_t& comps();
-util::live_set_t& mrs();
-util::live_set_t& graph_nodes();
+// Each set is made at its first use and never destroyed (a handle may be
+// checked during exit); inline, so that a check costs no call.
+#define LCI_LIVE_SET(name)                                               \
+  inline util::live_set_t& name()                                        \
+  {                                                                      \
+    static util::live_set_t* s = new util::live_set_t; /* never freed */ \
+    return *s;                                                           \
+  }
+LCI_LIVE_SET(runtimes)
+LCI_LIVE_SET(devices)
+LCI_LIVE_SET(packet_pools)
+LCI_LIVE_SET(matching_engines)
+LCI_LIVE_SET(comps)
+LCI_LIVE_SET(mrs)
+LCI_LIVE_SET(graph_nodes)
+#undef LCI_LIVE_SET
 
 // The global runtime handle (g_runtime_init / g_runtime_fina).
 runtime_t& g_runtime();

@@ -438,8 +438,11 @@ status_t post_backlog(const post_args_t& a, path_t path, direction_t dir,
 packet_t* find_user_packet(const post_args_t& a, const char* call)
 {
   packet_pool_impl_t* pools[] = {a.pool, a.dev->pool, a.rt->default_pool};
-  for (packet_pool_impl_t* pool : pools) {
-    if (!pool) continue;
+  for (int i = 0; i < 3; ++i) {
+    packet_pool_impl_t* pool = pools[i];
+    // (usually one pool three times: asked once)
+    if (!pool || (i > 0 && pool == pools[0]) || (i > 1 && pool == pools[1]))
+      continue;
     packet_t* p = pool->upacket_of(a.buffer);
     if (!p) continue;
     if (!p->user_owned.load(std::memory_order_relaxed))

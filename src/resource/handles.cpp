@@ -46,18 +46,17 @@ rt_dev_t resolve_device(runtime_t runtime, device_t device, const char* call)
   return {dev->runtime, dev};
 }
 
-packet_pool_impl_t* checked_pool(packet_pool_t pool, const char* call)
+packet_pool_impl_t* checked_given_pool(packet_pool_t pool, const char* call)
 {
-  if (pool.p_impl)
-    globals::packet_pools().check(pool.p_impl, call, "packet pool");
+  globals::packet_pools().check(pool.p_impl, call, "packet pool");
   return pool.p_impl;
 }
 
-matching_engine_impl_t* checked_engine(matching_engine_t me, runtime_impl_t* rt,
-                                       const char* call)
+matching_engine_impl_t* checked_given_engine(matching_engine_t me,
+                                             runtime_impl_t* rt,
+                                             const char* call)
 {
   matching_engine_impl_t* m = me.p_impl;
-  if (!m) return nullptr;
   globals::matching_engines().check(m, call, "matching engine");
   if (rt && m->runtime != rt)
     util::throw_fatal(call, ": matching engine ", static_cast<void*>(m),
@@ -65,10 +64,9 @@ matching_engine_impl_t* checked_engine(matching_engine_t me, runtime_impl_t* rt,
   return m;
 }
 
-mr_impl_t* checked_mr(mr_t mr, runtime_impl_t* rt, const char* call)
+mr_impl_t* checked_given_mr(mr_t mr, runtime_impl_t* rt, const char* call)
 {
   mr_impl_t* p = mr.p_impl;
-  if (!p) return nullptr;
   globals::mrs().check(p, call, "mr");
   if (rt && p->runtime != rt)
     util::throw_fatal(call, ": mr ", static_cast<void*>(p),

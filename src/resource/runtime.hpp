@@ -130,10 +130,26 @@ struct rt_dev_t {
 rt_dev_t resolve_device(runtime_t runtime, device_t device, const char* call);
 // A given packet pool, matching engine or registration; the empty handle
 // passes as nullptr.
-packet_pool_impl_t* checked_pool(packet_pool_t pool, const char* call);
-matching_engine_impl_t* checked_engine(matching_engine_t me, runtime_impl_t* rt,
-                                       const char* call);
-mr_impl_t* checked_mr(mr_t mr, runtime_impl_t* rt, const char* call);
+// (The empty handle, the common case, costs no call.)
+packet_pool_impl_t* checked_given_pool(packet_pool_t pool, const char* call);
+matching_engine_impl_t* checked_given_engine(matching_engine_t me,
+                                             runtime_impl_t* rt,
+                                             const char* call);
+mr_impl_t* checked_given_mr(mr_t mr, runtime_impl_t* rt, const char* call);
+inline packet_pool_impl_t* checked_pool(packet_pool_t pool, const char* call)
+{
+  return pool.p_impl ? checked_given_pool(pool, call) : nullptr;
+}
+inline matching_engine_impl_t* checked_engine(matching_engine_t me,
+                                              runtime_impl_t* rt,
+                                              const char* call)
+{
+  return me.p_impl ? checked_given_engine(me, rt, call) : nullptr;
+}
+inline mr_impl_t* checked_mr(mr_t mr, runtime_impl_t* rt, const char* call)
+{
+  return mr.p_impl ? checked_given_mr(mr, rt, call) : nullptr;
+}
 
 }  // namespace lci
 

@@ -43,8 +43,14 @@ namespace lci::util
 
 // The per-thread cache of check(): one entry per live set (sets are few:
 // one per kind of handle; sets beyond kSlots share entries by their index
-// modulo kSlots, which only costs hits). Defined in live_set.cpp with the
-// initial-exec TLS model (no __tls_get_addr call on the fast path).
+// modulo kSlots, which only costs hits). Defined in live_set.cpp, with the
+// initial-exec TLS model: a fixed offset from the thread pointer, so that
+// check() inlines to a few loads and compares (no __tls_get_addr call).
+#if defined(__GNUC__) && !defined(__APPLE__)
+#define LCI_TLS_INITIAL_EXEC __attribute__((tls_model("initial-exec")))
+#else
+#define LCI_TLS_INITIAL_EXEC
+#endif
 struct live_cache_t {
   static constexpr size_t kSlots = 16;
   struct entry_t {
@@ -54,6 +60,9 @@ struct live_cache_t {
   };
   static entry_t* entries();
 };
+extern thread_local live_cache_t::entry_t
+    g_live_cache[live_cache_t::kSlots] LCI_TLS_INITIAL_EXEC;
+inline live_cache_t::entry_t* live_cache_t::entries() { return g_live_cache; }
 
 class live_set_t
 {
