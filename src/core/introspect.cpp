@@ -1,6 +1,7 @@
 #include "core/introspect.hpp"
 
 #include <cstring>
+#include <memory>
 
 #include "core/progress.hpp"
 #include "resource/device.hpp"
@@ -41,13 +42,21 @@ counts_t get_counts(runtime_t runtime, device_t device, packet_pool_t pool,
 }
 
 bool deliver_raw(const void* data, size_t len, runtime_t runtime,
-                 device_t device)
+                 device_t device, bool in_place)
 {
   runtime_impl_t* rt = resolve_runtime(runtime, "introspect::deliver_raw");
   device_impl_t* dev =
       device.is_empty() ? rt->default_device : device.get_impl();
   if (!dev) return false;
   if (len > dev->pool->attr.packet_size) return false;
+  if (in_place) {
+    // a scratch buffer of exactly the message's size (so that a read past
+    // it is an AddressSanitizer error), aligned as a backend's
+    std::unique_ptr<char[]> copy(new char[len + 1]);
+    if (len > 0) std::memcpy(copy.get(), data, len);
+    deliver_in_place(dev, copy.get(), len);
+    return true;
+  }
   packet_t* pkt = dev->pool->get();
   if (!pkt) return false;
   if (len > 0) std::memcpy(pkt->data(), data, len);

@@ -42,8 +42,11 @@ counts_t get_counts(runtime_t runtime = runtime_t(),
 // message's handling). For the wire fuzzer (tests/fuzz/fuzz_packet.cpp).
 // False (nothing done) when the device's pool has no packet free or `len`
 // exceeds a packet; throws fatal_error like progress would.
+// With `in_place`, the message is handed over as a backend's in-place
+// `message` completion would (deliver_in_place: no packet unless it must
+// wait unmatched).
 bool deliver_raw(const void* data, size_t len, runtime_t runtime = runtime_t(),
-                 device_t device = device_t());
+                 device_t device = device_t(), bool in_place = false);
 
 // The network backend's own summary of the device's queues (diagnostics,
 // e.g. the native shm backend's rings, doorbell bits and parked messages);
