@@ -162,6 +162,20 @@ bool cma(pid_t pid, void* local, uint64_t remote, size_t size, bool write)
   return true;
 }
 
+// Maps the pages of [p, p + size) now, allocating them in the segment if
+// needed, instead of one page fault per 4 KiB while the ring first fills:
+// with 32 ranks an all-to-all took about 120 faults per round until every
+// ring had wrapped. Best effort: MADV_POPULATE_WRITE needs Linux 5.14.
+void prefault(void* p, size_t size)
+{
+#ifdef MADV_POPULATE_WRITE
+  (void)madvise(p, size, MADV_POPULATE_WRITE);
+#else
+  (void)p;
+  (void)size;
+#endif
+}
+
 struct config_t {
   int rank_me, rank_n;
   size_t ring_bytes;
@@ -234,6 +248,7 @@ class shm_device_t final : public device_t
                         " failed: ", std::strerror(e));
     }
     seg_ = static_cast<char*>(p);
+    prefault(seg_, lay_.total);
     auto* h = reinterpret_cast<seg_header_t*>(seg_);
     h->nranks = static_cast<uint64_t>(cfg.rank_n);
     h->ring_bytes = cfg.ring_bytes;
@@ -298,6 +313,9 @@ class shm_device_t final : public device_t
         p.size = lay_.total;
       } else {
         map_peer(r, name, &p);
+        // the ring this rank fills in the peer's segment
+        prefault(ring_of(static_cast<char*>(p.base), cfg_.rank_me),
+                 cfg_.ring_bytes);
       }
       auto* h = reinterpret_cast<seg_header_t*>(p.base);
       if (load_acquire(&h->magic) != kMagic || h->nranks != uint64_t(n) ||
