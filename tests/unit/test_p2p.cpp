@@ -449,8 +449,9 @@ class P2pProvider : public ::testing::TestWithParam<const char*>
   {
     ::setenv("FI_TCP_IFACE", "lo", 1);
     with_provider(lci::g_runtime_init_x(), GetParam())();
-    if (std::string(GetParam()) == "native")
+    if (std::string(GetParam()) == "native") {
       ASSERT_EQ(lci::get_g_runtime().get_attr_backend(), "shm");
+    }
   }
   void TearDown() override { lci::g_runtime_fina(); }
 };
