@@ -16,7 +16,8 @@ shown as ">T s" (its per-message time is at least that over one round).
   benchmarks/oversub.py --build build/release
   benchmarks/oversub.py --build build/release --ranks 2,32 --repeats 5
 
-This is a benchmark, never a test: it prints, it does not judge.
+This is a benchmark, never a test: it prints, it does not judge speed (its
+exit status is 1 only when a launch failed).
 """
 import argparse
 import os
@@ -162,7 +163,11 @@ def main():
         else:
             print("%-13s %s" % (lib, b[1] or "-"))
     print("# load at the end: %s" % loadavg())
-    return 0
+    # a launch that failed (not one that was slow) fails the driver
+    errors = [r for r in rows if r[4].startswith("error")]
+    for r in errors:
+        print("# error: %s n=%d: %s" % (r[0], r[1], r[4]))
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":
