@@ -41,9 +41,9 @@
 // seq_cst stamp too, so the same holds when L reads the pad's slot. No
 // fence anywhere (ThreadSanitizer does not model fences; in one process,
 // e.g. a rank sending to itself from another thread, it checks this as
-// written). While a ring is hot it
-// is peeked at every poll, so its messages need no bell at all. Idle cost:
-// one load per 64 cold senders per poll, plus a peek per hot ring.
+// written). While a ring is hot it is peeked at every poll, so its
+// messages need no bell at all. Idle cost: one load per 64 cold senders
+// per poll, plus a peek per hot ring.
 //
 // Devices pair by index across ranks, as with ofi. Locks: the consumer side
 // of a device (its rings, pending_) is one try-lock (poll_comp returns 0 when
