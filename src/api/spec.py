@@ -113,10 +113,12 @@ RESOURCES = [
              "progress is idle or every 64 calls; 0 disables the check "
              "(network errors still report failures)"),
         attr("size_t", "idle_spins", 64,
-             "progress polls in a row that find nothing before a blocking "
-             "call (sync_wait, a blocking post, a blocking collective) "
-             "yields the core once (sched_yield); 0 never yields. Yielding "
-             "matters when ranks outnumber cores"),
+             "progress calls in a row on one thread that find nothing "
+             "before that thread yields the core once (sched_yield): in "
+             "lci::progress itself, so blocking calls (sync_wait, blocking "
+             "posts and collectives) and a program's own progress loop "
+             "alike; 0 never yields. Yielding matters when ranks outnumber "
+             "cores"),
         attr("bool", "register_local", False,
              "register the unregistered local buffer of every rendezvous, "
              "put and get on the fly, even when the backend does not need "

@@ -35,7 +35,6 @@
 #include "resource/matching_engine.hpp"
 #include "resource/runtime.hpp"
 #include "util/error.hpp"
-#include "util/idle.hpp"
 
 namespace lci
 {
@@ -423,9 +422,8 @@ class coll_t
     graph_start(g);
     if (!wait) return;
     // progress until done, yielding when idle (util/idle.hpp)
-    util::idle_wait_t idle(runtime_.p_impl->attr.idle_spins);
     while (!wait->done.load(std::memory_order_acquire))
-      idle.polled(progress_x().runtime(runtime_).device(device_)().is_done());
+      progress_x().runtime(runtime_).device(device_)();
     if (!wait->error.empty()) throw fatal_error(wait->error);
   }
 

@@ -21,7 +21,6 @@
 #include "resource/packet_pool.hpp"
 #include "resource/runtime.hpp"
 #include "util/error.hpp"
-#include "util/idle.hpp"
 
 namespace lci
 {
@@ -254,8 +253,8 @@ status_t post_in_blocking(const post_args_t& a)
     return s;
   }
   try {
-    util::idle_wait_t idle(a.dev->runtime->attr.idle_spins);
-    while (!comp->test(&s)) idle.polled(progress_device(a.dev).is_done());
+    // progress yields the core when idle (util/idle.hpp)
+    while (!comp->test(&s)) progress_device(a.dev);
   } catch (...) {
     auto key = a.me->key(a.rank, a.tag, a.policy);
     if (a.me->remove(key, recv, matching_engine_impl_t::type_t::recv)) {
@@ -312,7 +311,6 @@ status_t post_blocking(post_args_t a, path_t path, direction_t dir,
   status_t s;
   bool posted = false;
   try {
-    util::idle_wait_t idle(a.dev->runtime->attr.idle_spins);
     for (;;) {
       s = post_once(a, path, dir, comp);
       if (!s.is_retry()) break;
@@ -320,14 +318,14 @@ status_t post_blocking(post_args_t a, path_t path, direction_t dir,
         delete comp;
         return s;
       }
-      idle.polled(progress_device(a.dev).is_done());
+      progress_device(a.dev);
     }
     if (s.is_done()) {
       delete comp;
       return s;
     }
     posted = true;
-    while (!comp->test(&s)) idle.polled(progress_device(a.dev).is_done());
+    while (!comp->test(&s)) progress_device(a.dev);
   } catch (...) {
     if (posted)
       comp->abandon();

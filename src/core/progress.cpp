@@ -504,6 +504,7 @@ error_t progress_device(device_impl_t* dev)
   size_t n = progress_once(dev);
   if (n == 0 && dev->runtime->attr.attentive_progress) n = progress_other(dev);
   peer_failure_poll(dev->runtime, n == 0);
+  util::idle_polled(dev->runtime->attr.idle_spins, n > 0);
   return n > 0 ? errorcode_t::done : errorcode_t::retry;
 }
 
@@ -540,12 +541,12 @@ void drain_device(device_impl_t* dev)
 
 void wait_sync(sync_impl_t* sync, device_impl_t* dev, status_t* p_out)
 {
-  util::idle_wait_t idle(dev ? dev->runtime->attr.idle_spins : 64);
+  // progress yields the core when idle (util/idle.hpp)
   while (!sync->test(p_out)) {
     if (dev)
-      idle.polled(progress_device(dev).is_done());
+      progress_device(dev);
     else
-      idle.polled(false);
+      util::idle_polled(64, false);
   }
 }
 

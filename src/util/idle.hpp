@@ -1,12 +1,15 @@
-// The busy-wait policy of every blocking call (sync_wait, blocking posts,
-// blocking collectives): poll progress; after `idle_spins` (a runtime
-// attribute, 64 by default) polls in a row that found nothing to do, give
-// the core away once (sched_yield). With a
-// core per rank a wait that has work never yields and an idle one costs one
-// system call per kIdleSpins polls; with more ranks than cores a pure spin
-// would hold the core for a whole time slice while the peer it waits for
-// cannot run (4 ranks on 2 cores: milliseconds per collective instead of
-// tens of microseconds).
+// The busy-wait policy of progress: after `idle_spins` (a runtime
+// attribute, 64 by default) progress calls in a row on one thread that
+// found nothing to do, that thread gives the core away once (sched_yield).
+// Every blocking call (sync_wait, blocking posts, blocking collectives,
+// wait_drained) waits by calling progress, and a program's own loop around
+// lci::progress() gets the same policy. With a core per rank a poll that
+// has work never yields and an idle one costs one system call per
+// idle_spins polls; with more ranks than cores a pure spin would hold the
+// core for a whole time slice while the peer it waits for cannot run (4
+// ranks on 2 cores: milliseconds per collective instead of tens of
+// microseconds; a program's own progress loop at 4 ranks on 2 cores: 800x
+// slower per message, docs/PERFORMANCE.md).
 #ifndef LCI_UTIL_IDLE_HPP
 #define LCI_UTIL_IDLE_HPP
 
@@ -16,26 +19,18 @@
 namespace lci::util
 {
 
-class idle_wait_t
+// After each poll of this thread: did it find work? spins: the runtime's
+// idle_spins attribute (0: never yield).
+inline void idle_polled(size_t spins, bool did_work)
 {
- public:
-  // spins: the runtime's idle_spins attribute (0: never yield)
-  explicit idle_wait_t(size_t spins) : spins_(spins) {}
-  // after each poll: did it find work?
-  void polled(bool did_work)
-  {
-    if (did_work) {
-      idle_ = 0;
-    } else if (spins_ && ++idle_ >= spins_) {
-      idle_ = 0;
-      std::this_thread::yield();
-    }
+  thread_local size_t idle = 0;
+  if (did_work) {
+    idle = 0;
+  } else if (spins && ++idle >= spins) {
+    idle = 0;
+    std::this_thread::yield();
   }
-
- private:
-  size_t spins_;
-  size_t idle_ = 0;
-};
+}
 
 }  // namespace lci::util
 

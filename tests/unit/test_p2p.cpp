@@ -428,9 +428,19 @@ INSTANTIATE_TEST_SUITE_P(Rendezvous, P2pMatrix, ::testing::ValuesIn(variants()),
                          param_name);
 
 // ---------------------------------------------------------------------------
-// Unexpected messages of every size, on both providers: every send is
+// Unexpected messages of every size, on both providers and the native
+// shm backend (across processes: tests/multi/mp_flood.cpp): every send is
 // posted (and has arrived) before any receive; the rendezvous ones cannot
 // complete until their receive is posted. Receives are posted in reverse.
+
+// "native": the native shared-memory backend (src/net/shm), the process
+// through its own ring; otherwise a libfabric provider
+template <typename X>
+X&& with_provider(X&& x, const char* provider)
+{
+  if (std::string(provider) == "native") return std::move(x).backend("shm");
+  return std::move(x).ofi_provider_name(provider);
+}
 
 class P2pProvider : public ::testing::TestWithParam<const char*>
 {
@@ -438,7 +448,10 @@ class P2pProvider : public ::testing::TestWithParam<const char*>
   void SetUp() override
   {
     ::setenv("FI_TCP_IFACE", "lo", 1);
-    lci::g_runtime_init_x().ofi_provider_name(GetParam())();
+    with_provider(lci::g_runtime_init_x(), GetParam())();
+    if (std::string(GetParam()) == "native") {
+      ASSERT_EQ(lci::get_g_runtime().get_attr_backend(), "shm");
+    }
   }
   void TearDown() override { lci::g_runtime_fina(); }
 };
@@ -520,7 +533,7 @@ TEST_P(P2pProvider, FloodOfUnexpectedMessages)
 TEST_P(P2pProvider, TinyPacketPool)
 {
   lci::runtime_t rt =
-      lci::alloc_runtime_x().ofi_provider_name(GetParam()).max_inject_size(0)();
+      with_provider(lci::alloc_runtime_x(), GetParam()).max_inject_size(0)();
   lci::packet_pool_t pool =
       lci::alloc_packet_pool_x().runtime(rt).npackets(1)();
   const size_t eager = lci::get_max_bcopy_size_x().runtime(rt)();
@@ -577,8 +590,7 @@ TEST_P(P2pProvider, TinyPacketPool)
 // rest in the backlog; everything arrives.
 TEST_P(P2pProvider, ShortSendQueueManyFragments)
 {
-  lci::runtime_t rt = lci::alloc_runtime_x()
-                          .ofi_provider_name(GetParam())
+  lci::runtime_t rt = with_provider(lci::alloc_runtime_x(), GetParam())
                           .max_msg_size(4096)
                           .alloc_default_device(false)();
   lci::device_t dev = lci::alloc_device_x().runtime(rt).net_max_sends(8)();
@@ -631,7 +643,7 @@ TEST_P(P2pProvider, ShortSendQueueManyFragments)
 }
 
 INSTANTIATE_TEST_SUITE_P(Providers, P2pProvider,
-                         ::testing::Values("shm", "tcp"));
+                         ::testing::Values("shm", "tcp", "native"));
 
 // allow_retry(false) on a rendezvous send and on a put: queued in the
 // backlog without copying (posted_backlog), completed by progress, the

@@ -191,7 +191,7 @@ void check_results(const std::vector<thread_result_t>& results)
   ::testing::Test::RecordProperty("retries", static_cast<int>(retries));
 }
 
-TEST_F(LciTest, ThreadsShareOneDevice)
+void threads_share_one_device()
 {
   std::vector<thread_result_t> results(kThreads);
   std::vector<std::thread> threads;
@@ -209,6 +209,20 @@ TEST_F(LciTest, ThreadsShareOneDevice)
   EXPECT_EQ(errors.load(), 0);
   check_results(results);
   lci_test::expect_sendrecv_works();
+}
+
+TEST_F(LciTest, ThreadsShareOneDevice) { threads_share_one_device(); }
+
+// The same on the native shm backend: the threads are the producers and the
+// consumer of the process's own ring at once, so the doorbell protocol
+// (src/net/shm/shm.cpp) runs between threads, where ThreadSanitizer sees
+// both sides (the tsan stage runs this binary).
+TEST(LciNative, ThreadsShareOneDevice)
+{
+  lci::g_runtime_init_x().backend("shm")();
+  ASSERT_EQ(lci::get_g_runtime().get_attr_backend(), "shm");
+  threads_share_one_device();
+  lci::g_runtime_fina();
 }
 
 TEST_F(LciTest, ThreadsWithOwnDevices)

@@ -7,7 +7,11 @@
 //
 //   bytes 0..7   stamp: the message's slot position + 1 (positions count
 //                slots since the ring was created and never wrap); written
-//                LAST by the producer, with a release store
+//                LAST by the producer, with a seq_cst store (release for
+//                the payload; seq_cst for the doorbell protocol of
+//                shm.cpp, whose proof needs the store in the single total
+//                order: on x86 it is the one locked instruction per
+//                message that a fence used to be)
 //   bytes 8..11  payload length
 //   bytes 12..13 type (kPad: skip to the end of the array)
 //   bytes 14..15 aux (the user's)
@@ -18,7 +22,9 @@
 // A message never wraps: when it does not fit before the end of the array
 // the producer first writes a pad message covering the rest of it.
 //
-// The consumer reads the stamp at its position with an acquire load; equal
+// The consumer reads the stamp at its position with a seq_cst load (an
+// acquire load that also takes part in the doorbell's proof; a plain load
+// on x86); equal
 // to position + 1 means a message is there (and its payload is visible).
 // A slot's first word holds, once consumed, either an old stamp (smaller by
 // a multiple of the array size) or kPoison: the consumer overwrites the
@@ -73,6 +79,14 @@ inline void store_release(uint64_t* p, uint64_t v)
 {
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
+inline uint64_t load_seq_cst(const uint64_t* p)
+{
+  return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+}
+inline void store_seq_cst(uint64_t* p, uint64_t v)
+{
+  __atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+}
 
 // slots needed by a message of `len` payload bytes
 inline uint64_t slots_for(size_t len)
@@ -116,7 +130,7 @@ class ring_producer_t
       s->length = static_cast<uint32_t>((nslots_ - idx) * kSlot);
       s->type = kPad;
       s->aux = 0;
-      store_release(&s->stamp, tail_ + 1);
+      store_seq_cst(&s->stamp, tail_ + 1);
       tail_ += nslots_ - idx;
       idx = 0;
     }
@@ -127,7 +141,7 @@ class ring_producer_t
     unsigned char* p = s->payload;
     if (alen) std::memcpy(p, a, alen);
     if (blen) std::memcpy(p + alen, b, blen);
-    store_release(&s->stamp, tail_ + 1);
+    store_seq_cst(&s->stamp, tail_ + 1);
     tail_ += slots_for(len);
     return true;
   }
@@ -179,7 +193,7 @@ class ring_consumer_t
   {
     for (;;) {
       slot_t* s = &slots_[head_ & (nslots_ - 1)];
-      if (load_acquire(&s->stamp) != head_ + 1) return false;
+      if (load_seq_cst(&s->stamp) != head_ + 1) return false;
       if (s->type == kPad) {
         head_ += s->length / kSlot;
         maybe_publish();

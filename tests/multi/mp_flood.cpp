@@ -1,0 +1,321 @@
+// Flood and back-pressure between processes: the unit tests
+// P2pProvider.{FloodOfUnexpectedMessages, TinyPacketPool,
+// ShortSendQueueManyFragments} (tests/unit/test_p2p.cpp, one rank talking
+// to itself) across ranks. Every rank sends to the next rank and receives
+// from the previous one (2 ranks: each other).
+//  1. Unexpected messages of every size (8 B, the eager limit, one above,
+//     64 KiB, 300 KiB): all sends posted before any receive anywhere (the
+//     rendezvous ones cannot complete before); receives posted in reverse
+//     order; then as many active messages into a completion queue.
+//  2. A one-packet pool on a runtime that injects nothing: every send after
+//     the first meets retry; nothing lost or duplicated.
+//  3. A device with a send queue of 8 on a runtime with 4 KiB transfers:
+//     512 KiB sends and puts in 128 fragments each, the rest in the
+//     backlog; everything arrives.
+// Every byte is checked. Exit status 0 on success. Run with lcrun -n N.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <lci.hpp>
+#include <vector>
+
+#include "mp_check.hpp"
+
+namespace
+{
+
+using mp::g_failures;
+using mp::g_rank;
+
+unsigned char pattern(int src, uint64_t tag, size_t i)
+{
+  uint64_t x = (uint64_t(src) << 40) ^ (tag << 24) ^ i;
+  x *= 0x9E3779B97F4A7C15ull;
+  return static_cast<unsigned char>(x >> 56);
+}
+
+void fill(std::vector<unsigned char>& b, int src, uint64_t tag)
+{
+  for (size_t i = 0; i < b.size(); ++i) b[i] = pattern(src, tag, i);
+}
+
+long mismatch(const void* p, size_t n, int src, uint64_t tag)
+{
+  auto* b = static_cast<const unsigned char*>(p);
+  for (size_t i = 0; i < n; ++i)
+    if (b[i] != pattern(src, tag, i)) return static_cast<long>(i);
+  return -1;
+}
+
+// progress (on rt/dev, or the defaults) until pred, at most 60 s
+bool progress_until(const std::function<bool()>& pred,
+                    lci::runtime_t rt = lci::runtime_t(),
+                    lci::device_t dev = lci::device_t())
+{
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!pred()) {
+    lci::progress_x().runtime(rt).device(dev)();
+    if (std::chrono::steady_clock::now() > deadline) return false;
+  }
+  return true;
+}
+
+void progress_for_ms(int ms)
+{
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < end) lci::progress();
+}
+
+template <typename Op>
+lci::status_t post_retry(Op&& op, lci::runtime_t rt = lci::runtime_t(),
+                         lci::device_t dev = lci::device_t())
+{
+  for (;;) {
+    lci::status_t s = op();
+    if (!s.is_retry()) return s;
+    lci::progress_x().runtime(rt).device(dev)();
+  }
+}
+
+void flood_of_unexpected(int next, int prev)
+{
+  const int me = g_rank;
+  const size_t eager = lci::get_max_bcopy_size();
+  const size_t sizes[] = {8, eager, eager + 1, 64 << 10, 300 << 10};
+  const size_t n = 40;
+  std::vector<std::vector<unsigned char>> out(n), in(n);
+  lci::comp_t sends = lci::alloc_counter();
+  int64_t nrdv = 0;
+  for (size_t i = 0; i < n; ++i) {
+    out[i].resize(sizes[i % 5]);
+    in[i].assign(sizes[i % 5], 0);
+    fill(out[i], me, i);
+    lci::status_t st = post_retry([&] {
+      return lci::post_send(next, out[i].data(), out[i].size(), i, sends);
+    });
+    CHECK(st.is_posted() == (out[i].size() > eager),
+          "send %zu (%zu bytes): posted %d", i, out[i].size(), st.is_posted());
+    if (st.is_posted()) ++nrdv;
+  }
+  // let the messages arrive; nobody has posted a receive yet
+  progress_for_ms(20);
+  CHECK(lci::counter_get(sends) == 0,
+        "%lld rendezvous sends completed without a receive",
+        static_cast<long long>(lci::counter_get(sends)));
+  lci::barrier();
+  lci::comp_t recvs = lci::alloc_counter();
+  int64_t posted = 0;
+  for (size_t k = n; k-- > 0;) {
+    lci::status_t st =
+        lci::post_recv(prev, in[k].data(), in[k].size(), k, recvs);
+    CHECK(!st.is_retry(), "receive %zu: retry", k);
+    if (st.is_posted()) ++posted;
+  }
+  CHECK(progress_until([&] {
+          return lci::counter_get(recvs) == posted &&
+                 lci::counter_get(sends) == nrdv;
+        }),
+        "flood: %lld of %lld receives, %lld of %lld sends",
+        static_cast<long long>(lci::counter_get(recvs)),
+        static_cast<long long>(posted),
+        static_cast<long long>(lci::counter_get(sends)),
+        static_cast<long long>(nrdv));
+  for (size_t i = 0; i < n; ++i) {
+    long bad = mismatch(in[i].data(), in[i].size(), prev, i);
+    CHECK(bad < 0, "flood: message %zu (%zu bytes): byte %ld wrong", i,
+          in[i].size(), bad);
+  }
+  lci::free_comp(&recvs);
+  lci::free_comp(&sends);
+
+  // active messages, eager and rendezvous, arriving before anyone looks
+  lci::comp_t cq = lci::alloc_cq();
+  lci::rcomp_t rc = lci::register_rcomp(cq);
+  lci::barrier();  // every rank registered its rcomp
+  for (size_t i = 0; i < n; ++i) {
+    lci::status_t st = post_retry([&] {
+      return lci::post_am_x(next, out[i].data(), out[i].size(),
+                            lci::COMP_NULL_RETRY, rc)
+          .tag(i)();
+    });
+    CHECK(!st.is_retry(), "am %zu: retry", i);
+  }
+  progress_for_ms(20);
+  std::vector<int> seen(n, 0);
+  for (size_t k = 0; k < n; ++k) {
+    lci::status_t st;
+    bool got = progress_until([&] {
+      st = lci::cq_pop(cq);
+      return !st.is_retry();
+    });
+    CHECK(got, "am: %zu of %zu arrived", k, n);
+    if (!got) break;
+    CHECK(st.rank == prev && st.tag < n, "am from %d tag %llu", st.rank,
+          static_cast<unsigned long long>(st.tag));
+    if (st.tag < n) {
+      ++seen[st.tag];
+      CHECK(st.size == out[st.tag].size() &&
+                mismatch(st.buffer, st.size, prev, st.tag) < 0,
+            "am %llu: %zu bytes, wrong content",
+            static_cast<unsigned long long>(st.tag), st.size);
+    }
+    std::free(st.buffer);
+  }
+  for (size_t i = 0; i < n; ++i)
+    CHECK(seen[i] == 1, "am %zu seen %d times", i, seen[i]);
+  lci::barrier();
+  CHECK(lci::cq_pop(cq).is_retry(), "am: the queue is not empty");
+  lci::deregister_rcomp(rc);
+  lci::free_comp(&cq);
+}
+
+void tiny_packet_pool(int next, int prev)
+{
+  const int me = g_rank;
+  lci::runtime_t rt = lci::alloc_runtime_x().max_inject_size(0)();
+  lci::packet_pool_t pool =
+      lci::alloc_packet_pool_x().runtime(rt).npackets(1)();
+  const size_t eager = lci::get_max_bcopy_size_x().runtime(rt)();
+  const size_t n = 30;
+  std::vector<std::vector<unsigned char>> out(n), in(n);
+  lci::comp_t sends = lci::alloc_counter();
+  size_t retried = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t size = i % 3 == 2 ? eager + 1 : 1000;
+    out[i].resize(size);
+    in[i].assign(size, 0);
+    fill(out[i], me, 1000 + i);
+    bool saw_retry = false;
+    for (;;) {
+      lci::status_t st = lci::post_send_x(next, out[i].data(), size, i, sends)
+                             .runtime(rt)
+                             .packet_pool(pool)();
+      if (!st.is_retry()) break;
+      saw_retry = true;
+      lci::progress_x().runtime(rt)();
+    }
+    if (saw_retry) ++retried;
+  }
+  CHECK(retried >= n - 1, "only %zu of %zu sends met retry", retried, n);
+  lci::comp_t recvs = lci::alloc_counter();
+  int64_t posted = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (lci::post_recv_x(prev, in[i].data(), in[i].size(), i, recvs)
+            .runtime(rt)()
+            .is_posted())
+      ++posted;
+  CHECK(progress_until(
+            [&] {
+              return lci::counter_get(recvs) == posted &&
+                     lci::counter_get(sends) == static_cast<int64_t>(n / 3);
+            },
+            rt),
+        "tiny pool: %lld of %lld receives, %lld of %zu sends",
+        static_cast<long long>(lci::counter_get(recvs)),
+        static_cast<long long>(posted),
+        static_cast<long long>(lci::counter_get(sends)), n / 3);
+  for (size_t i = 0; i < n; ++i) {
+    long bad = mismatch(in[i].data(), in[i].size(), prev, 1000 + i);
+    CHECK(bad < 0, "tiny pool: message %zu: byte %ld wrong", i, bad);
+  }
+  lci::free_comp(&recvs);
+  lci::free_comp(&sends);
+  lci::barrier();
+  lci::free_packet_pool_x(&pool).runtime(rt)();
+  lci::free_runtime(&rt);
+}
+
+void short_send_queue(int next, int prev)
+{
+  const int me = g_rank;
+  lci::runtime_t rt =
+      lci::alloc_runtime_x().max_msg_size(4096).alloc_default_device(false)();
+  lci::device_t dev = lci::alloc_device_x().runtime(rt).net_max_sends(8)();
+  const size_t size = 512 << 10;  // 128 fragments
+  const int n = 4;
+  std::vector<std::vector<unsigned char>> out(n), in(n);
+  std::vector<unsigned char> region(n * size, 0);
+  lci::mr_t mr =
+      lci::register_memory_x(region.data(), region.size()).runtime(rt)();
+  // the previous rank puts into our region: its rmr goes there
+  lci::rmr_t mine = lci::get_rmr(mr), theirs;
+  post_retry([&] {
+    return lci::post_send(prev, &mine, sizeof(mine), 77, lci::COMP_NULL);
+  });
+  lci::status_t rs =
+      lci::post_recv(next, &theirs, sizeof(theirs), 77, lci::COMP_NULL);
+  CHECK(rs.is_done(), "the rmr did not come");
+  lci::comp_t done = lci::alloc_counter();
+  for (int i = 0; i < n; ++i) {
+    out[i].resize(size);
+    in[i].assign(size, 0);
+    fill(out[i], me, 2000 + i);
+    CHECK(lci::post_recv_x(prev, in[i].data(), size, i, done)
+              .runtime(rt)
+              .device(dev)()
+              .is_posted(),
+          "receive %d not posted", i);
+  }
+  for (int i = 0; i < n; ++i) {
+    lci::status_t st = post_retry(
+        [&] {
+          return lci::post_send_x(next, out[i].data(), size, i, done)
+              .runtime(rt)
+              .device(dev)();
+        },
+        rt, dev);
+    CHECK(st.is_posted(), "send %d: %s", i, st.error.get_str());
+    st = post_retry(
+        [&] {
+          return lci::post_put_x(next, out[i].data(), size, done, i * size,
+                                 theirs)
+              .runtime(rt)
+              .device(dev)();
+        },
+        rt, dev);
+    CHECK(st.is_posted(), "put %d: %s", i, st.error.get_str());
+  }
+  CHECK(
+      progress_until([&] { return lci::counter_get(done) == 3 * n; }, rt, dev),
+      "short queue: %lld of %d completions",
+      static_cast<long long>(lci::counter_get(done)), 3 * n);
+  // every rank's puts are complete: our region is written
+  lci::barrier();
+  for (int i = 0; i < n; ++i) {
+    long bad = mismatch(in[i].data(), size, prev, 2000 + i);
+    CHECK(bad < 0, "short queue: message %d: byte %ld wrong", i, bad);
+    bad = mismatch(region.data() + i * size, size, prev, 2000 + i);
+    CHECK(bad < 0, "short queue: put %d: byte %ld wrong", i, bad);
+  }
+  lci::free_comp(&done);
+  lci::deregister_memory_x(&mr).runtime(rt)();
+  lci::barrier();
+  lci::free_device_x(&dev).runtime(rt)();
+  lci::free_runtime(&rt);
+}
+
+}  // namespace
+
+int main()
+{
+  try {
+    lci::g_runtime_init();
+    g_rank = lci::get_rank_me();
+    const int n = lci::get_rank_n();
+    const int next = (g_rank + 1) % n, prev = (g_rank + n - 1) % n;
+    flood_of_unexpected(next, prev);
+    tiny_packet_pool(next, prev);
+    short_send_queue(next, prev);
+    lci::g_runtime_fina();
+    if (g_rank == 0)
+      std::printf("mp_flood: %d ranks: %s\n", n,
+                  g_failures.load() ? "FAILED" : "ok");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d: %s\n", g_rank, e.what());
+    return 1;
+  }
+  return g_failures.load() ? 1 : 0;
+}
