@@ -160,9 +160,13 @@ class hybrid_device_t final : public device_t
     return n;
   }
 
+  // "local ranks 0 2; local {...} remote {...}": the ranks reached
+  // through the local backend, then each side's own summary
   std::string debug_state() override
   {
-    return "local {" + local_->debug_state() + "} remote {" +
+    std::string s = "local ranks";
+    for (int r : s_.global) s += " " + std::to_string(r);
+    return s + "; local {" + local_->debug_state() + "} remote {" +
            remote_->debug_state() + "}";
   }
 
