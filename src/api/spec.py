@@ -50,7 +50,7 @@ RESOURCES = [
              "libfabric provider of the runtime's network context "
              "(shm on one node, tcp over loopback)",
              choices=["shm", "tcp", "sockets", "verbs", "cxi", "efa"]),
-        attr("std::string", "backend", "ofi",
+        attr("std::string", "backend", "auto",
              "network backend: ofi (libfabric, provider ofi_provider_name); "
              "shm (native shared memory: every rank on this node, no "
              "libfabric); hybrid (one device combining native shm for the "
