@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <string>
 
 #include "util/error.hpp"
@@ -143,19 +144,35 @@ class hybrid_device_t final : public device_t
     return t.dev->post_read(t.rank, buf, size, desc, address(t, remote), ctx);
   }
 
-  // Both sides, in alternating order (neither can starve the other of
-  // completion slots).
+  // The local side at every call. The remote side while it returns
+  // completions, else once the time its last poll took has passed again:
+  // an idle network poll is not free (libfabric tcp runs its progress
+  // engine, about a microsecond here; its shm provider a small fraction),
+  // and node-local traffic would pay it on every poll; so an idle device
+  // spends at most about half its polling time on the remote side, whatever
+  // the provider. When both are polled the order alternates, so neither
+  // starves the other of completion slots.
   size_t poll_comp(cqe_t* out, size_t max) override
   {
     const uint32_t turn = turn_.load(std::memory_order_relaxed);
     turn_.store(turn + 1, std::memory_order_relaxed);
+    const bool poll_remote =
+        remote_busy_.load(std::memory_order_relaxed) ||
+        now_ns() >= next_remote_.load(std::memory_order_relaxed);
     size_t n = 0;
     for (int i = 0; i < 2 && n < max; ++i) {
       const bool remote = (i == 0) == ((turn & 1) != 0);
+      if (remote && !poll_remote) continue;
+      const int64_t t0 = remote ? now_ns() : 0;
       const size_t got =
           (remote ? remote_ : local_)->poll_comp(out + n, max - n);
       for (size_t k = n; k < n + got; ++k) fix(&out[k], remote);
       n += got;
+      if (remote) {
+        const int64_t t1 = now_ns();
+        next_remote_.store(t1 + (t1 - t0), std::memory_order_relaxed);
+        remote_busy_.store(got > 0, std::memory_order_relaxed);
+      }
     }
     return n;
   }
@@ -210,7 +227,16 @@ class hybrid_device_t final : public device_t
   std::unique_ptr<device_t> local_;
   std::unique_ptr<device_t> remote_;
   const shared_t& s_;
+  static int64_t now_ns()
+  {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
   std::atomic<uint32_t> turn_{0};
+  std::atomic<int64_t> next_remote_{0};   // poll the remote side from then
+  std::atomic<bool> remote_busy_{false};  // the last remote poll found some
   recvs_t local_recvs_;
   recvs_t remote_recvs_;
 };
