@@ -36,6 +36,7 @@ def command(a, lib, coll, alg, n):
     env = dict(os.environ, FI_TCP_IFACE="lo", FI_SOCKETS_IFACE="lo")
     if lib == "lci":
         env.setdefault("LCI_ATTR_OFI_PROVIDER_NAME", "shm")
+        env.setdefault("LCI_ATTR_BACKEND", "ofi")  # unless the caller says
         return ([os.path.join(a.build, "tools/lcrun/lcrun"), "-n", str(n),
                  "--timeout", "600",
                  os.path.join(a.build, "benchmarks/lci_coll")] + args, env)

@@ -52,6 +52,7 @@ def run_fi(provider, iters):
 def run_lci(build, provider, iters):
     env = dict(os.environ, LCI_ATTR_OFI_PROVIDER_NAME=provider,
                FI_TCP_IFACE="lo", FI_SOCKETS_IFACE="lo")
+    env.setdefault("LCI_ATTR_BACKEND", "ofi")  # the provider is libfabric's
     out = subprocess.run(
         [os.path.join(build, "tools/lcrun/lcrun"), "-n", "2", "--timeout",
          "120", os.path.join(build, "benchmarks/lci_latency"), "--sizes", "8",

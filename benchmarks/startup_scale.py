@@ -49,6 +49,7 @@ def command(launcher, build, n):
 def run_once(launcher, build, n, provider):
     env = dict(os.environ, LCI_ATTR_OFI_PROVIDER_NAME=provider,
                MPIEXEC_TIMEOUT="300")
+    env.setdefault("LCI_ATTR_BACKEND", "ofi")  # the provider is libfabric's
     for var in ("PMI_FD", "PMI_PORT", "PMI_RANK", "PMI_SIZE", "PMI_ID",
                 "PMIX_RANK", "PMIX_NAMESPACE", "LCI_ATTR_BOOTSTRAP_BACKEND"):
         env.pop(var, None)

@@ -50,11 +50,20 @@ RESOURCES = [
              "libfabric provider of the runtime's network context "
              "(shm on one node, tcp over loopback)",
              choices=["shm", "tcp", "sockets", "verbs", "cxi", "efa"]),
-        attr("std::string", "backend", "ofi",
-             "network backend: ofi (libfabric, provider ofi_provider_name) "
-             "or shm (native shared memory: every rank on this node, no "
-             "libfabric; see docs/ARCHITECTURE.md)",
-             choices=["ofi", "shm"]),
+        attr("std::string", "backend", "auto",
+             "network backend: ofi (libfabric, provider ofi_provider_name); "
+             "shm (native shared memory: every rank on this node, no "
+             "libfabric); hybrid (one device combining native shm for the "
+             "ranks on this node with ofi for the others, chosen per peer); "
+             "auto (shm alone when every rank is on this node, else "
+             "hybrid); get_attr_backend() reports the backend in force. "
+             "See docs/ARCHITECTURE.md",
+             choices=["ofi", "shm", "hybrid", "auto"]),
+        attr("size_t", "shm_node_split", 1,
+             "test and diagnostic knob: with k > 1, rank r pretends to run "
+             "on node r % k of this machine, so the native shm backend "
+             "treats ranks of other residues as remote (backend hybrid or "
+             "auto then reach them through ofi); the same on every rank"),
         attr("bool", "shm_cma", True,
              "native shm backend: RMA copies once with cross-memory attach "
              "(process_vm_writev/readv) when the kernel permits it (probed "

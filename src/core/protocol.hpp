@@ -67,8 +67,11 @@ struct rts_t {
   uint64_t frag_size;
   uint32_t protocol;  // rdv_protocol_t
   uint32_t reserved;
-  uint64_t raddr;  // get: remote address of the send buffer
-  uint64_t rkey;   // get: its key
+  // get: the send buffer's registration (net::remote_t: rma_base, offset
+  // of the buffer in it, key)
+  uint64_t rbase;
+  uint64_t rdisp;
+  uint64_t rkey;
 };
 
 // Ready to receive: where the sender writes.
@@ -76,7 +79,9 @@ struct rtr_t {
   uint64_t send_ctx;
   uint32_t recv_ctx;
   uint32_t reserved;
-  uint64_t raddr;
+  // the receive buffer's registration (net::remote_t)
+  uint64_t rbase;
+  uint64_t rdisp;
   uint64_t rkey;
 };
 

@@ -133,8 +133,7 @@ void start_recv(device_impl_t* dev, const msg_header_t& hdr, const rts_t& rts,
     plan.rank = hdr.rank;
     plan.local = buffer;
     plan.desc = ctx->mr.desc();
-    plan.raddr = rts.raddr;
-    plan.rkey = rts.rkey;
+    plan.remote = net::remote_t{rts.rbase, rts.rdisp, rts.rkey};
     plan.size = rts.size;
     plan.frag =
         rts.frag_size < rt->max_rma_size ? rts.frag_size : rt->max_rma_size;
@@ -155,8 +154,10 @@ void start_recv(device_impl_t* dev, const msg_header_t& hdr, const rts_t& rts,
     rtr_t rtr{};
     rtr.send_ctx = rts.send_ctx;
     rtr.recv_ctx = raw->id;
-    rtr.raddr = raw->mr.raddr();
-    rtr.rkey = raw->mr.rkey();
+    const net::remote_t r = raw->mr.remote();
+    rtr.rbase = r.base;
+    rtr.rdisp = r.disp;
+    rtr.rkey = r.rkey;
     send_control(dev, hdr.rank, control_header(rt, msg_type_t::rtr, hdr.tag),
                  &rtr, sizeof(rtr));
   }
@@ -266,8 +267,10 @@ status_t post_rdv(const post_args_t& a, comp_impl_t* comp)
   rts.frag_size = rt->max_rma_size;
   rts.protocol = rt->rdv_protocol;
   if (get) {
-    rts.raddr = raw->mr.raddr();
-    rts.rkey = raw->mr.rkey();
+    const net::remote_t r = raw->mr.remote();
+    rts.rbase = r.base;
+    rts.rdisp = r.disp;
+    rts.rkey = r.rkey;
   }
   msg_header_t hdr;
   hdr.tag = a.tag;
@@ -370,8 +373,7 @@ void handle_rtr(device_impl_t* dev, const msg_header_t& hdr,
   plan.rank = ctx->peer;
   plan.local = ctx->buffer;
   plan.desc = ctx->mr.desc();
-  plan.raddr = rtr.raddr;
-  plan.rkey = rtr.rkey;
+  plan.remote = net::remote_t{rtr.rbase, rtr.rdisp, rtr.rkey};
   plan.imm = rtr.recv_ctx;
   plan.size = ctx->size;
   plan.frag = ctx->rt->max_rma_size;

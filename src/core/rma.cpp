@@ -135,8 +135,9 @@ status_t post_rma(const post_args_t& a, direction_t direction,
   plan.rank = a.rank;
   plan.local = static_cast<char*>(a.buffer);
   plan.desc = op->mr.desc();
-  plan.raddr = a.rmr.base + a.remote_disp;
-  plan.rkey = a.rmr.opaque_rkey;
+  plan.remote.base = a.rmr.base;
+  plan.remote.disp = a.remote_disp;
+  plan.remote.rkey = a.rmr.opaque_rkey;
   plan.size = a.size;
   plan.frag = rt->max_rma_size;
   plan.delivered = true;

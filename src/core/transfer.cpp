@@ -14,18 +14,18 @@ error_t post_fragment(device_impl_t* dev, const transfer_plan_t& plan, size_t i,
   const size_t off = i * plan.frag;
   const size_t len = plan.size - off < plan.frag ? plan.size - off : plan.frag;
   char* buf = plan.local + off;
-  const uint64_t raddr = plan.raddr + off;
+  net::remote_t remote = plan.remote;
+  remote.disp += off;
   switch (plan.kind) {
     case transfer_plan_t::kind_t::write:
-      return dev->net->post_write(plan.rank, buf, len, plan.desc, raddr,
-                                  plan.rkey, op, plan.delivered);
+      return dev->net->post_write(plan.rank, buf, len, plan.desc, remote, op,
+                                  plan.delivered);
     case transfer_plan_t::kind_t::writeimm:
-      return dev->net->post_writeimm(plan.rank, buf, len, plan.desc, raddr,
-                                     plan.rkey, plan.imm, op);
+      return dev->net->post_writeimm(plan.rank, buf, len, plan.desc, remote,
+                                     plan.imm, op);
     case transfer_plan_t::kind_t::read:
     default:
-      return dev->net->post_read(plan.rank, buf, len, plan.desc, raddr,
-                                 plan.rkey, op);
+      return dev->net->post_read(plan.rank, buf, len, plan.desc, remote, op);
   }
 }
 

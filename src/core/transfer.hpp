@@ -34,13 +34,12 @@ class transfer_op_t
 struct transfer_plan_t {
   enum class kind_t { write, writeimm, read } kind;
   int rank;
-  char* local;  // the local buffer
-  void* desc;   // its registration's descriptor (may be null)
-  uint64_t raddr;
-  uint64_t rkey;
-  uint64_t imm;    // writeimm: the immediate data of every fragment
-  size_t size;     // total bytes (> 0)
-  size_t frag;     // bytes per fragment (> 0)
+  char* local;           // the local buffer
+  void* desc;            // its registration's descriptor (may be null)
+  net::remote_t remote;  // where fragment 0 lands (disp grows per fragment)
+  uint64_t imm;          // writeimm: the immediate data of every fragment
+  size_t size;           // total bytes (> 0)
+  size_t frag;           // bytes per fragment (> 0)
   bool delivered;  // write: complete only once the data is visible remotely
 
   size_t nfrags() const { return size / frag + (size % frag != 0); }

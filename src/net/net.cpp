@@ -1,17 +1,61 @@
 #include "net/net.hpp"
 
+#include "net/hybrid/hybrid.hpp"
 #include "net/ofi/ofi.hpp"
 #include "net/shm/shm.hpp"
 #include "util/error.hpp"
 
 namespace lci::net
 {
+namespace
+{
+
+// native shm for this node's ranks combined with ofi for the others
+std::unique_ptr<context_t> combine(const runtime_attr_t& attr, int rank_me,
+                                   const std::vector<std::string>& nodes)
+{
+  std::vector<int> index(nodes.size(), -1);
+  int nlocal = 0;
+  for (size_t r = 0; r < nodes.size(); ++r)
+    if (nodes[r] == nodes[static_cast<size_t>(rank_me)]) index[r] = nlocal++;
+  std::unique_ptr<context_t> remote;
+  try {
+    remote = ofi::alloc_context(attr);
+  } catch (const fatal_error& e) {
+    util::throw_fatal("alloc_runtime: backend ", attr.backend, ": ",
+                      nodes.size() - static_cast<size_t>(nlocal), " of ",
+                      nodes.size(),
+                      " ranks run on other nodes and need the network "
+                      "backend (ofi), which cannot be opened: ",
+                      e.what());
+  }
+  auto local = shm::alloc_context(attr, index[static_cast<size_t>(rank_me)],
+                                  nlocal, nodes[static_cast<size_t>(rank_me)]);
+  return hybrid::alloc_context(std::move(local), std::move(remote),
+                               std::move(index));
+}
+
+}  // namespace
 
 std::unique_ptr<context_t> alloc_context(const runtime_attr_t& attr,
-                                         int rank_me, int rank_n)
+                                         int rank_me, int rank_n,
+                                         const std::vector<std::string>& nodes)
 {
+  if (static_cast<int>(nodes.size()) != rank_n || rank_me < 0 ||
+      rank_me >= rank_n)
+    util::throw_fatal("alloc_runtime: ", nodes.size(), " node ids for ", rank_n,
+                      " ranks");
+  const std::string& me = nodes[static_cast<size_t>(rank_me)];
   if (attr.backend == "ofi") return ofi::alloc_context(attr);
-  if (attr.backend == "shm") return shm::alloc_context(attr, rank_me, rank_n);
+  if (attr.backend == "shm")
+    return shm::alloc_context(attr, rank_me, rank_n, me);
+  if (attr.backend == "hybrid") return combine(attr, rank_me, nodes);
+  if (attr.backend == "auto") {
+    for (const std::string& n : nodes)
+      if (n != me) return combine(attr, rank_me, nodes);
+    // every rank on this node: no network backend needed
+    return shm::alloc_context(attr, rank_me, rank_n, me);
+  }
   util::throw_fatal("alloc_runtime: unknown network backend '", attr.backend,
                     "'");
 }

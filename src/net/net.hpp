@@ -26,6 +26,7 @@ namespace lci::net
 {
 
 struct caps_t {
+  std::string backend;         // "ofi", "shm" or "hybrid"
   std::string provider;        // e.g. "shm", "tcp;ofi_rxm"
   size_t max_inject_size = 0;  // largest buffer post_inject accepts
   size_t max_msg_size = 0;     // largest single send, write or read
@@ -40,14 +41,31 @@ struct caps_t {
   size_t imm_data_size = 0;
   // local buffers of sends, writes and reads need a registration (its desc)
   bool mr_local = false;
+  // a registration's rma_base is its virtual address (else 0: peers
+  // address the region by offset)
+  bool rma_virtual = false;
 };
 
 // A memory registration, valid on every device of the context.
 struct mr_t {
-  void* desc = nullptr;    // local descriptor (may be null)
-  uint64_t rkey = 0;       // the key a peer's write or read must present
-  uint64_t rma_base = 0;   // the remote address of the region's first byte
+  void* desc = nullptr;  // local descriptor (may be null)
+  uint64_t rkey = 0;     // the key a peer's write or read must present
+  // the remote address of the region's first byte: its virtual address, or
+  // 0 when peers address it by offset (caps_t::rma_virtual)
+  uint64_t rma_base = 0;
   void* handle = nullptr;  // backend-private
+};
+
+// Where an RDMA write or read lands in the target: the target
+// registration's rma_base and rkey (as its owner's register_memory returned
+// them) and the offset from the registration's first byte. Base and offset
+// stay apart so that a backend routing per peer (net/hybrid) can address one
+// registration two ways: by virtual address (native shm) and by offset
+// (libfabric without FI_MR_VIRT_ADDR, e.g. tcp).
+struct remote_t {
+  uint64_t base = 0;
+  uint64_t disp = 0;
+  uint64_t rkey = 0;
 };
 
 // One completed network operation.
@@ -100,23 +118,23 @@ class device_t
   // Pre-post a receive buffer; a recv cqe with `ctx` arrives when a message
   // has landed in it. posted, or retry_lock / retry_nomem.
   virtual error_t post_recv(void* buf, size_t size, void* ctx) = 0;
-  // RDMA write of `size` (1..max_msg_size) bytes to `raddr` (rma_base of
-  // the target's registration + offset) under `rkey`; `desc` is the local
-  // registration's (null when caps().mr_local is false and there is none).
-  // A write cqe with `ctx` arrives when the buffer is reusable and, with
-  // `delivered`, the data is visible at the target. posted or retry_*.
+  // RDMA write of `size` (1..max_msg_size) bytes to `remote` in the
+  // target's registration; `desc` is the local registration's (null when
+  // caps().mr_local is false and there is none). A write cqe with `ctx`
+  // arrives when the buffer is reusable and, with `delivered`, the data is
+  // visible at the target. posted or retry_*.
   virtual error_t post_write(int rank, const void* buf, size_t size, void* desc,
-                             uint64_t raddr, uint64_t rkey, void* ctx,
+                             const remote_t& remote, void* ctx,
                              bool delivered) = 0;
   // A write that also delivers `imm` (caps().imm_data_size bytes) to the
   // target as a remote_write cqe once the data is visible there.
   virtual error_t post_writeimm(int rank, const void* buf, size_t size,
-                                void* desc, uint64_t raddr, uint64_t rkey,
+                                void* desc, const remote_t& remote,
                                 uint64_t imm, void* ctx) = 0;
   // RDMA read of `size` bytes from the target into `buf`; a read cqe with
   // `ctx` arrives when the data is there. posted or retry_*.
   virtual error_t post_read(int rank, void* buf, size_t size, void* desc,
-                            uint64_t raddr, uint64_t rkey, void* ctx) = 0;
+                            const remote_t& remote, void* ctx) = 0;
   // Up to `max` completions; 0 when none (or the lock was busy). A failed
   // operation comes back as a cqe with `error` set. A backend may copy
   // small incoming messages into `scratch` (`scratch_size` bytes, 16-byte
@@ -155,10 +173,12 @@ class context_t
   std::atomic<int64_t> nregistered_{0};
 };
 
-// The context of the backend named in attr.backend ("ofi" or "shm") for
-// rank `rank_me` of `rank_n`.
+// The context of the backend named in attr.backend ("ofi", "shm", "hybrid"
+// or "auto") for rank `rank_me` of `rank_n`; nodes[r] is rank r's node id
+// (net/node.hpp), which decides the peers the native shm backend serves.
 std::unique_ptr<context_t> alloc_context(const runtime_attr_t& attr,
-                                         int rank_me, int rank_n);
+                                         int rank_me, int rank_n,
+                                         const std::vector<std::string>& nodes);
 
 }  // namespace lci::net
 

@@ -63,8 +63,9 @@ void mr_use_t::acquire(runtime_impl_t* rt, mr_t user, void* buf, size_t size,
                         ") is not inside the mr [",
                         static_cast<void*>(mr->address), ", +", mr->size, ")");
     desc_ = mr->net.desc;
-    rkey_ = mr->net.rkey;
-    raddr_ = mr->net.rma_base + (static_cast<char*>(buf) - mr->address);
+    remote_.base = mr->net.rma_base;
+    remote_.disp = static_cast<uint64_t>(static_cast<char*>(buf) - mr->address);
+    remote_.rkey = mr->net.rkey;
     return;
   }
   const net::caps_t& caps = rt->net_context->caps();
@@ -72,8 +73,9 @@ void mr_use_t::acquire(runtime_impl_t* rt, mr_t user, void* buf, size_t size,
   owned_ = rt->net_context->register_memory(buf, size, call);
   has_owned_ = true;
   desc_ = owned_.desc;
-  rkey_ = owned_.rkey;
-  raddr_ = owned_.rma_base;
+  remote_.base = owned_.rma_base;
+  remote_.disp = 0;
+  remote_.rkey = owned_.rkey;
 }
 
 void mr_use_t::release()

@@ -83,17 +83,16 @@ class mr_use_t
   ~mr_use_t() { release(); }
 
   void* desc() const { return desc_; }
-  uint64_t rkey() const { return rkey_; }
-  // the remote address of buf (what a peer's write or read must target)
-  uint64_t raddr() const { return raddr_; }
+  // what a peer's write or read of buf must target: the registration's
+  // rma_base and key, and buf's offset in it
+  const net::remote_t& remote() const { return remote_; }
 
  private:
   runtime_impl_t* rt_ = nullptr;
   net::mr_t owned_;
   bool has_owned_ = false;
   void* desc_ = nullptr;
-  uint64_t rkey_ = 0;
-  uint64_t raddr_ = 0;
+  net::remote_t remote_;
 };
 
 // Checks an rmr for a put or get of `size` bytes at `disp` to `rank`;

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <vector>
 
 #include "core/globals.hpp"
 #include "core/peer_failure.hpp"
 #include "core/progress.hpp"
 #include "core/protocol.hpp"
+#include "net/node.hpp"
 #include "resource/device.hpp"
 #include "resource/matching_engine.hpp"
 #include "resource/packet_pool.hpp"
@@ -23,9 +25,11 @@ namespace
 
 // A runtime's shared value: rank 0 draws it, everybody takes rank 0's.
 // Never 0 (the runtime of an empty rmr). The same allgather carries every
-// rank's process description (peer failure detection).
-uint32_t agree_on_tag(bootstrap::backend_t& boot,
-                      std::vector<process_desc_t>* procs)
+// rank's process description (peer failure detection) and node id (which
+// peers the native shm backend serves: net/node.hpp).
+uint32_t agree_on_tag(bootstrap::backend_t& boot, const std::string& node,
+                      std::vector<process_desc_t>* procs,
+                      std::vector<std::string>* nodes)
 {
   static std::atomic<uint32_t> counter{0};
   uint32_t mine = 0;
@@ -44,14 +48,21 @@ uint32_t agree_on_tag(bootstrap::backend_t& boot,
     uint32_t tag;
     uint32_t pad;
     process_desc_t proc;
+    char node[128];
   };
   slot_t slot{};
   slot.tag = mine;
   slot.proc = describe_self();
+  node.copy(slot.node, sizeof(slot.node) - 1);
   std::vector<slot_t> all(boot.rank_n());
   boot.allgather(&slot, all.data(), sizeof(slot));
   procs->resize(all.size());
-  for (size_t r = 0; r < all.size(); ++r) (*procs)[r] = all[r].proc;
+  nodes->resize(all.size());
+  for (size_t r = 0; r < all.size(); ++r) {
+    (*procs)[r] = all[r].proc;
+    all[r].node[sizeof(all[r].node) - 1] = '\0';
+    (*nodes)[r] = all[r].node;
+  }
   return all[0].tag;
 }
 
@@ -76,10 +87,12 @@ runtime_impl_t::runtime_impl_t(const runtime_attr_t& a) : attr(a)
   rank_me = bootstrap->rank_me();
   rank_n = bootstrap->rank_n();
   std::vector<process_desc_t> procs;
-  tag = agree_on_tag(*bootstrap, &procs);
+  std::vector<std::string> nodes;
+  tag = agree_on_tag(*bootstrap, net::node_id(attr, rank_me), &procs, &nodes);
   init_peer_tracking(this, procs.data());
-  net_context = net::alloc_context(attr, rank_me, rank_n);
+  net_context = net::alloc_context(attr, rank_me, rank_n, nodes);
   const net::caps_t& caps = net_context->caps();
+  this->attr.backend = caps.backend;  // auto: the backend in force
   // rendezvous: auto = write with immediate data when the backend has it
   if (attr.rdv_protocol == "write")
     rdv_protocol = static_cast<uint32_t>(rdv_protocol_t::write);

@@ -23,8 +23,8 @@ def header(tag, rank, type_, aux, policy=RANK_TAG):
     return struct.pack("<QiI", tag, rank, type_ | (policy << 4) | (aux << 8))
 
 
-def rts(ctx, size, frag, proto, raddr=0, rkey=0):
-    return struct.pack("<QQQIIQQ", ctx, size, frag, proto, 0, raddr, rkey)
+def rts(ctx, size, frag, proto, rbase=0, rkey=0, rdisp=0):
+    return struct.pack("<QQQIIQQQ", ctx, size, frag, proto, 0, rbase, rdisp, rkey)
 
 
 PACKETS = {
@@ -40,7 +40,7 @@ PACKETS = {
     + rts(2, 5000, 4096, 3, 0x1000, 42),
     "rts_am_unregistered": header(12, 0, RTS_AM, 3) + rts(3, 9000, 9000, 1),
     "rtr_unknown_ctx": header(13, 0, RTR, 0)
-    + struct.pack("<QIIQQ", 77, 5, 0, 0x2000, 1),
+    + struct.pack("<QIIQQQ", 77, 5, 0, 0x2000, 0, 1),
     "fin_unknown_ctx": header(14, 0, FIN, 0) + struct.pack("<QQ", 0x1000001, 0),
     "fin_rejected": header(14, 0, FIN, 0) + struct.pack("<QQ", 1, 2**64 - 1),
     "signal_counter": header(15, 0, SIGNAL, 0) + struct.pack("<QQQ", 1, 0, 8),

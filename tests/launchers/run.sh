@@ -46,6 +46,8 @@ skip() {
 
 : "${LCI_ATTR_OFI_PROVIDER_NAME:=shm}"
 export LCI_ATTR_OFI_PROVIDER_NAME
+: "${LCI_ATTR_BACKEND:=ofi}"
+export LCI_ATTR_BACKEND
 
 [ -x "$1" ] || skip "$1 is not built"
 

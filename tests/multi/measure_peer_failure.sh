@@ -16,7 +16,7 @@ for prov in shm tcp; do
     [ $prov = tcp ] && extra=--ring-default
     for i in $(seq 1 "$runs"); do
       f=$log/${prov}_${n}_$i.log
-      LCI_ATTR_OFI_PROVIDER_NAME=$prov sh "$here/peer_failure.sh" \
+      LCI_ATTR_BACKEND=ofi LCI_ATTR_OFI_PROVIDER_NAME=$prov sh "$here/peer_failure.sh" \
         "$build/tools/lcrun/lcrun" $n "$build/tests/multi/mp_peer_failure" \
         $extra > "$f" 2>&1
       echo "$prov n$n run $i status $? $(grep -o 'detect_ms=[0-9.]*' "$f" | tr '\n' ' ')$(grep -o 'fina_ms=[0-9.]*' "$f" | tr '\n' ' ')"

@@ -26,7 +26,9 @@ namespace lci_test
 // check the documented attribute defaults, so every binary drops an outer
 // launcher's PMI_*/PMIX_* variables (and those that make the bootstrap
 // refuse a singleton) and any LCI_ATTR_* override before main()
-// (tests that need an override set it themselves with env_guard_t).
+// (tests that need an override set it themselves with env_guard_t). They
+// mean libfabric: LCI_ATTR_BACKEND is pinned to ofi (the default, auto,
+// would be the native shm backend for a singleton).
 inline bool clean_environment()
 {
   std::vector<std::string> names;
@@ -39,6 +41,7 @@ inline bool clean_environment()
       names.push_back(name);
   }
   for (const std::string& n : names) ::unsetenv(n.c_str());
+  ::setenv("LCI_ATTR_BACKEND", "ofi", 1);
   return true;
 }
 inline const bool kEnvironmentCleaned = clean_environment();

@@ -62,7 +62,7 @@ TEST_F(LciTest, DefaultAttributesReadable)
 {
   lci::runtime_t g = lci::get_g_runtime();
   EXPECT_EQ(g.get_attr_ofi_provider_name(), "shm");
-  EXPECT_EQ(g.get_attr_backend(), "ofi");
+  EXPECT_EQ(g.get_attr_backend(), "ofi");  // pinned (lci_test_common.hpp)
   // 64 is the default; shm's inject size (4096) does not clamp it
   EXPECT_EQ(g.get_attr_max_inject_size(), 64u);
   EXPECT_EQ(g.get_attr_max_tag(), 0xfffffffffffffffeull);
@@ -320,3 +320,23 @@ TEST_F(LciTest, RuntimeHandleCopies)
 }
 
 }  // namespace
+
+// The default backend, auto, is the native shm backend alone for a
+// singleton (every rank on this node): no libfabric provider is opened, so
+// even one that does not exist here is never asked for. The unit tests pin
+// ofi (lci_test_common.hpp); this one lifts the pin.
+TEST(Backend, AutoIsNativeShmOnOneNode)
+{
+  env_guard_t provider("LCI_ATTR_OFI_PROVIDER_NAME", "verbs");
+  for (const char* backend : {"auto", ""}) {
+    env_guard_t pin("LCI_ATTR_BACKEND", backend);
+    if (!*backend) ::unsetenv("LCI_ATTR_BACKEND");  // the default
+    lci::runtime_t rt = lci::alloc_runtime();
+    EXPECT_EQ(rt.get_attr_backend(), "shm") << "backend '" << backend << "'";
+    lci_test::expect_sendrecv_works(rt, lci::device_t(), 4242, 1000);
+    lci::free_runtime(&rt);
+  }
+  // explicitly ofi: the provider is needed, and it is not there
+  env_guard_t pin("LCI_ATTR_BACKEND", "ofi");
+  EXPECT_THROW(lci::alloc_runtime(), lci::fatal_error);
+}

@@ -168,11 +168,10 @@ class ofi_device_t final : public device_t
   }
 
   error_t post_write(int rank, const void* buf, size_t size, void* desc,
-                     uint64_t raddr, uint64_t rkey, void* ctx,
-                     bool delivered) override
+                     const remote_t& remote, void* ctx, bool delivered) override
   {
     iovec iov{const_cast<void*>(buf), size};
-    fi_rma_iov riov{raddr, size, rkey};
+    fi_rma_iov riov{remote.base + remote.disp, size, remote.rkey};
     fi_msg_rma msg{};
     msg.msg_iov = &iov;
     msg.desc = &desc;
@@ -189,21 +188,22 @@ class ofi_device_t final : public device_t
   }
 
   error_t post_writeimm(int rank, const void* buf, size_t size, void* desc,
-                        uint64_t raddr, uint64_t rkey, uint64_t imm,
+                        const remote_t& remote, uint64_t imm,
                         void* ctx) override
   {
     if (!lock_.try_lock()) return errorcode_t::retry_lock;
-    ssize_t rc =
-        fi_writedata(ep_, buf, size, desc, imm, addrs_[rank], raddr, rkey, ctx);
+    ssize_t rc = fi_writedata(ep_, buf, size, desc, imm, addrs_[rank],
+                              remote.base + remote.disp, remote.rkey, ctx);
     lock_.unlock();
     return result("fi_writedata", rc, errorcode_t::posted);
   }
 
   error_t post_read(int rank, void* buf, size_t size, void* desc,
-                    uint64_t raddr, uint64_t rkey, void* ctx) override
+                    const remote_t& remote, void* ctx) override
   {
     if (!lock_.try_lock()) return errorcode_t::retry_lock;
-    ssize_t rc = fi_read(ep_, buf, size, desc, addrs_[rank], raddr, rkey, ctx);
+    ssize_t rc = fi_read(ep_, buf, size, desc, addrs_[rank],
+                         remote.base + remote.disp, remote.rkey, ctx);
     lock_.unlock();
     return result("fi_read", rc, errorcode_t::posted);
   }
@@ -290,6 +290,7 @@ class ofi_context_t final : public context_t
     check("fi_fabric", fi_fabric(info_->fabric_attr, &fabric_, nullptr));
     check("fi_domain", fi_domain(fabric_, info_, &domain_, nullptr));
     const uint64_t mode = info_->domain_attr->mr_mode;
+    caps_.backend = "ofi";
     caps_.provider = info_->fabric_attr->prov_name;
     caps_.max_inject_size = info_->tx_attr->inject_size;
     caps_.max_msg_size = info_->ep_attr->max_msg_size;
@@ -301,6 +302,7 @@ class ofi_context_t final : public context_t
     caps_.imm_data_size = info_->domain_attr->cq_data_size;
     caps_.mr_local = (mode & FI_MR_LOCAL) != 0;
     virt_addr_ = (mode & FI_MR_VIRT_ADDR) != 0;
+    caps_.rma_virtual = virt_addr_;
     prov_key_ = (mode & FI_MR_PROV_KEY) != 0;
   }
 

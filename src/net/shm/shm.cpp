@@ -64,7 +64,6 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -134,16 +133,6 @@ struct layout_t {
   }
 };
 
-std::string node_id()
-{
-  std::string boot;
-  std::ifstream f("/proc/sys/kernel/random/boot_id");
-  std::getline(f, boot);
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  return boot + "/" + host;
-}
-
 uint64_t nonce()
 {
   static const uint64_t n = static_cast<uint64_t>(
@@ -186,6 +175,7 @@ void prefault(void* p, size_t size)
 
 struct config_t {
   int rank_me, rank_n;
+  std::string node;  // net::node_id of this rank
   size_t ring_bytes;
   bool use_cma;
 };
@@ -286,7 +276,7 @@ class shm_device_t final : public device_t
 
   std::string get_address() override
   {
-    return name_ + "\n" + std::to_string(::getpid()) + "\n" + node_id();
+    return name_ + "\n" + std::to_string(::getpid()) + "\n" + cfg_.node;
   }
 
   void connect(const std::vector<std::string>& addrs) override
@@ -295,7 +285,7 @@ class shm_device_t final : public device_t
     if (static_cast<int>(addrs.size()) != n)
       util::throw_fatal("alloc_device: ", addrs.size(), " addresses for ", n,
                         " ranks");
-    const std::string me = node_id();
+    const std::string& me = cfg_.node;
     peers_.resize(static_cast<size_t>(n));
     tx_ = std::unique_ptr<tx_ring_t[]>(new tx_ring_t[static_cast<size_t>(n)]);
     const uint64_t nslots = cfg_.ring_bytes / kSlot;
@@ -312,8 +302,8 @@ class shm_device_t final : public device_t
       if (node != me)
         util::throw_fatal("alloc_device: rank ", r, " runs on another node (",
                           node, ", this is ", me,
-                          "); the native shm backend needs all ranks on one "
-                          "node for now (use LCI_ATTR_BACKEND=ofi)");
+                          "); the native shm backend alone needs all ranks on "
+                          "one node (use LCI_ATTR_BACKEND=auto or hybrid)");
       peer_t& p = peers_[r];
       p.pid = pid;
       if (r == cfg_.rank_me) {
@@ -391,8 +381,9 @@ class shm_device_t final : public device_t
   }
 
   error_t post_write(int rank, const void* buf, size_t size, void*,
-                     uint64_t raddr, uint64_t, void* ctx, bool) override
+                     const remote_t& remote, void* ctx, bool) override
   {
+    const uint64_t raddr = remote.base + remote.disp;
     if (peers_[rank].cma) {
       // CMA copies synchronously: delivered on return
       bool ok =
@@ -407,9 +398,10 @@ class shm_device_t final : public device_t
   }
 
   error_t post_writeimm(int rank, const void* buf, size_t size, void*,
-                        uint64_t raddr, uint64_t, uint64_t imm,
+                        const remote_t& remote, uint64_t imm,
                         void* ctx) override
   {
+    const uint64_t raddr = remote.base + remote.disp;
     if (!peers_[rank].cma) {
       add_job(tx_job_t{rank, kWriteData, static_cast<const char*>(buf), size,
                        raddr, reinterpret_cast<uintptr_t>(ctx), imm, true});
@@ -434,9 +426,10 @@ class shm_device_t final : public device_t
     return errorcode_t::posted;
   }
 
-  error_t post_read(int rank, void* buf, size_t size, void*, uint64_t raddr,
-                    uint64_t, void* ctx) override
+  error_t post_read(int rank, void* buf, size_t size, void*,
+                    const remote_t& remote, void* ctx) override
   {
+    const uint64_t raddr = remote.base + remote.disp;
     if (peers_[rank].cma) {
       bool ok = cma(peers_[rank].pid, buf, raddr, size, false);
       complete_local(cqe_t::kind_t::read, ctx,
@@ -901,10 +894,12 @@ class shm_device_t final : public device_t
 class shm_context_t final : public context_t
 {
  public:
-  shm_context_t(const runtime_attr_t& attr, int rank_me, int rank_n)
+  shm_context_t(const runtime_attr_t& attr, int rank_me, int rank_n,
+                const std::string& node)
   {
     cfg_.rank_me = rank_me;
     cfg_.rank_n = rank_n;
+    cfg_.node = node;
     cfg_.use_cma = attr.shm_cma;
     // a power of two that holds two of the largest packets
     size_t want = std::max<size_t>(attr.shm_ring_size,
@@ -912,6 +907,7 @@ class shm_context_t final : public context_t
     size_t ring = 4096;
     while (ring < want) ring *= 2;
     cfg_.ring_bytes = ring;
+    caps_.backend = "shm";
     caps_.provider = "shm-native";
     caps_.max_inject_size = ring / 2 - kSlot;
     caps_.max_msg_size = size_t(1) << 30;
@@ -919,6 +915,7 @@ class shm_context_t final : public context_t
     caps_.rma = true;
     caps_.imm_data_size = 8;
     caps_.mr_local = false;
+    caps_.rma_virtual = true;
   }
 
   std::unique_ptr<device_t> alloc_device(const device_attr_t&) override
@@ -952,9 +949,10 @@ class shm_context_t final : public context_t
 }  // namespace
 
 std::unique_ptr<context_t> alloc_context(const runtime_attr_t& attr,
-                                         int rank_me, int rank_n)
+                                         int rank_me, int rank_n,
+                                         const std::string& node)
 {
-  return std::make_unique<shm_context_t>(attr, rank_me, rank_n);
+  return std::make_unique<shm_context_t>(attr, rank_me, rank_n, node);
 }
 
 }  // namespace lci::net::shm

@@ -10,14 +10,19 @@
 #define LCI_NET_SHM_SHM_HPP
 
 #include <memory>
+#include <string>
 
 #include "net/net.hpp"
 
 namespace lci::net::shm
 {
 
+// `rank_me` of `rank_n`: this rank among the ranks the backend serves (all
+// of them, or under net/hybrid the ranks of this node, numbered in rank
+// order); `node`: net::node_id of this rank, which every peer's must match.
 std::unique_ptr<context_t> alloc_context(const runtime_attr_t& attr,
-                                         int rank_me, int rank_n);
+                                         int rank_me, int rank_n,
+                                         const std::string& node);
 
 }  // namespace lci::net::shm
 
