@@ -68,9 +68,10 @@ if [ $# -eq 0 ]; then
   # tests, which this stage does not run.
   # The asan stage leaves to the debug stage what repeats the same code
   # paths at a higher price: mp_coll beyond 2 ranks (oversubscribed under
-  # asan) and the tcp iRPC run (the shm one stays).
+  # asan) and the tcp iRPC run (the shm one stays), and the 4-rank hybrid
+  # runs (the 3-rank ones cover the same routing).
   run_preset asan -LE 'launcher|bench|install' \
-    -E 'mp_coll_shm_n[13458]|mp_coll_tcp|irpc_tcp'
+    -E 'mp_coll_shm_n[13458]|mp_coll_tcp|irpc_tcp|_hybrid_(shm|tcp)_n4'
   run_preset tsan -R '^(stress\.|unit\.threads$)'
   echo "test.sh: all stages took $(( $(date +%s) - start )) s"
 else
