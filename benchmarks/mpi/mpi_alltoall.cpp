@@ -7,36 +7,14 @@
 #include <vector>
 
 #include "../common/alltoall_suite.hpp"
+#include "mpi_world.hpp"
 
 namespace
 {
 
-struct mpi_a2a_t {
+struct mpi_a2a_t : mpi_world_t {
   std::vector<MPI_Request> reqs;
 
-  const char* library() const
-  {
-#if defined(MPICH_VERSION)
-    return "mpich";
-#elif defined(OPEN_MPI)
-    return "openmpi";
-#else
-    return "mpi";
-#endif
-  }
-  int rank() const
-  {
-    int r;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
-    return r;
-  }
-  int nranks() const
-  {
-    int n;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    return n;
-  }
-  void barrier() { MPI_Barrier(MPI_COMM_WORLD); }
   void exchange(int k, size_t size, int parity, char* out, char* in)
   {
     const int me = rank(), n = nranks();

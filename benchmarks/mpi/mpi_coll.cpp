@@ -7,34 +7,12 @@
 #include <string>
 
 #include "../common/coll_suite.hpp"
+#include "mpi_world.hpp"
 
 namespace
 {
 
-struct mpi_coll_t {
-  const char* library() const
-  {
-#if defined(MPICH_VERSION)
-    return "mpich";
-#elif defined(OPEN_MPI)
-    return "openmpi";
-#else
-    return "mpi";
-#endif
-  }
-  int rank() const
-  {
-    int r;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
-    return r;
-  }
-  int nranks() const
-  {
-    int n;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    return n;
-  }
-  void barrier() { MPI_Barrier(MPI_COMM_WORLD); }
+struct mpi_coll_t : mpi_world_t {
   void run(const std::string& coll, const std::string&, void* s, void* r,
            size_t size)
   {

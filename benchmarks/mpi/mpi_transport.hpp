@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "../common/suite.hpp"
+#include "mpi_world.hpp"
 
 namespace bench
 {
@@ -146,16 +147,7 @@ class mpi_transport_t
   }
   ~mpi_transport_t() { MPI_Finalize(); }
 
-  static const char* library()
-  {
-#if defined(MPICH_VERSION)
-    return "mpich";
-#elif defined(OPEN_MPI)
-    return "openmpi";
-#else
-    return "mpi";
-#endif
-  }
+  static const char* library() { return mpi_world_t::library(); }
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
   std::string thread_mode(bool shared) const
