@@ -50,9 +50,9 @@ bool deliver_raw(const void* data, size_t len, runtime_t runtime,
   if (!dev) return false;
   if (len > dev->pool->attr.packet_size) return false;
   if (in_place) {
-    // a scratch buffer of exactly the message's size (so that a read past
-    // it is an AddressSanitizer error), aligned as a backend's
-    std::unique_ptr<char[]> copy(new char[len + 1]);
+    // a heap scratch buffer of exactly the message's size (1 byte for an
+    // empty one), so that a read past it is an AddressSanitizer error
+    std::unique_ptr<char[]> copy(new char[len > 0 ? len : 1]);
     if (len > 0) std::memcpy(copy.get(), data, len);
     deliver_in_place(dev, copy.get(), len);
     return true;

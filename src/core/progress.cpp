@@ -132,18 +132,15 @@ packet_t* packet_of_bytes(device_impl_t* dev, const char* data, size_t len)
   if (len <= dev->pool->attr.packet_size &&
       !dev->recv_starved.load(std::memory_order_relaxed))
     p = dev->pool->get();
-  if (!p) {
-    size_t total = (sizeof(packet_t) + len + 63) / 64 * 64;
-    void* mem = std::aligned_alloc(64, total);
-    if (!mem) return nullptr;
-    p = new (mem) packet_t();
-    p->pool = nullptr;
-    p->send_comp = nullptr;
+  if (p) {
+    p->recv_owner = nullptr;
+    std::memcpy(p->data(), data, len);
+  } else {
+    p = packet_pool_impl_t::heap_packet(data, len);
+    if (!p) return nullptr;
   }
-  p->recv_owner = nullptr;
   p->length = len - sizeof(msg_header_t);
   p->arrived_on = dev;
-  std::memcpy(p->data(), data, len);
   return p;
 }
 

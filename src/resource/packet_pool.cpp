@@ -446,7 +446,7 @@ size_t get_max_bcopy_size_x::call_impl(runtime_t runtime,
 namespace lci
 {
 
-packet_t* packet_pool_impl_t::heap_copy(packet_t* p, size_t bytes)
+packet_t* packet_pool_impl_t::heap_packet(const void* data, size_t bytes)
 {
   size_t total = (sizeof(packet_t) + bytes + 63) / 64 * 64;
   void* mem = std::aligned_alloc(64, total);
@@ -454,10 +454,17 @@ packet_t* packet_pool_impl_t::heap_copy(packet_t* p, size_t bytes)
   auto* h = new (mem) packet_t();
   h->pool = nullptr;
   h->recv_owner = nullptr;
-  h->length = p->length;
   h->send_comp = nullptr;
+  std::memcpy(h->data(), data, bytes);
+  return h;
+}
+
+packet_t* packet_pool_impl_t::heap_copy(packet_t* p, size_t bytes)
+{
+  packet_t* h = heap_packet(p->data(), bytes);
+  if (!h) return nullptr;
+  h->length = p->length;
   h->arrived_on = p->arrived_on;
-  std::memcpy(h->data(), p->data(), bytes);
   return h;
 }
 

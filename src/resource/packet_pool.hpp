@@ -140,6 +140,10 @@ class packet_pool_impl_t
   static packet_t* detach(packet_t* p, size_t bytes);
   // The heap copy detach makes, p left as it is; nullptr if memory is short.
   static packet_t* heap_copy(packet_t* p, size_t bytes);
+  // A heap packet (pool nullptr: put frees it) holding `bytes` bytes of
+  // `data`; nullptr if memory is short. Its length and arrived_on are the
+  // caller's to set.
+  static packet_t* heap_packet(const void* data, size_t bytes);
   // Whether p is one of this pool's packets (not a heap copy).
   bool contains(const packet_t* p) const
   {
