@@ -1,6 +1,7 @@
 #include "core/progress.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "comp/counter.hpp"
@@ -534,6 +536,42 @@ void drain_device(device_impl_t* dev)
       return;
     }
   }
+}
+
+void progress_during(device_impl_t* dev, const std::function<void()>& wait)
+{
+  std::atomic<bool> stop{false};
+  std::thread poller([dev, &stop] {
+    while (!stop.load(std::memory_order_acquire)) {
+      size_t n = 0;
+      try {
+        n = progress_once(dev);
+        // and the runtime's other devices, which the peer may be waiting
+        // on as well (their owners may be here, freeing devices in turn)
+        n += progress_other(dev);
+      } catch (const std::exception& e) {
+        // this thread has nobody to report to: say it and stop polling
+        // (a failed peer is expected here; the barrier reports it)
+        if (!dynamic_cast<const peer_failure_error*>(&e))
+          std::fprintf(stderr, "lci: free_device: progress failed: %s\n",
+                       e.what());
+        return;
+      }
+      // nothing to do: a short sleep, not a spin (the barrier's peers may
+      // need the core more than a device being freed does)
+      if (n == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  });
+  struct joiner_t {
+    std::atomic<bool>& stop;
+    std::thread& poller;
+    ~joiner_t()
+    {
+      stop.store(true, std::memory_order_release);
+      poller.join();
+    }
+  } joiner{stop, poller};
+  wait();
 }
 
 void wait_sync(sync_impl_t* sync, device_impl_t* dev, status_t* p_out)

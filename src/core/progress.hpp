@@ -3,6 +3,8 @@
 #ifndef LCI_CORE_PROGRESS_HPP
 #define LCI_CORE_PROGRESS_HPP
 
+#include <functional>
+
 #include "lci.hpp"
 #include "resource/device.hpp"
 
@@ -42,6 +44,17 @@ void deliver_in_place(device_impl_t* dev, const char* data, size_t len);
 // Poll the device once and react to what completed; keep the receives
 // pre-posted. done if anything happened, retry otherwise.
 error_t progress_device(device_impl_t* device);
+
+// Runs `wait` (a blocking call that does not poll the network, such as a
+// bootstrap barrier) on this thread while a helper thread progresses
+// `device` (which nothing else polls any more: free_device) and, one at a
+// time, the runtime's other devices. A provider with manual progress
+// (libfabric tcp) keeps an injected send in its own queue until the sender
+// polls again, so a peer still waiting for that message needs this rank to
+// go on polling until the peer, too, arrives; the message may be on
+// another device, whose owner is blocked here freeing this one.
+// Whatever `wait` throws is rethrown once the helper has stopped.
+void progress_during(device_impl_t* device, const std::function<void()>& wait);
 
 // Progress `device` until every send packet it has in flight is back.
 void drain_device(device_impl_t* device);

@@ -126,7 +126,11 @@ void free_device_x::call_impl(device_t* device, runtime_t)
   if (rt->nfailed.load(std::memory_order_relaxed) == 0) {
     std::lock_guard<std::mutex> guard(rt->collective_mu);
     try {
-      via_bootstrap("free_device", [&] { rt->bootstrap->barrier(); });
+      // polling on meanwhile: a peer may still wait for a send of ours
+      // that the network holds until we poll (progress_during)
+      progress_during(dev, [&] {
+        via_bootstrap("free_device", [&] { rt->bootstrap->barrier(); });
+      });
     } catch (const fatal_error&) {
       // a rank died during the barrier (lcrun --keep-going fails it): free
       // anyway if that is what happened
