@@ -26,13 +26,20 @@ status=0
 
 # run_preset PRESET [CTEST ARGS...]: configure, build, test; adds ctest's
 # counts to the totals; remembers a failure in `status`.
+# BUILD_TARGETS (optional): build only these targets (the ones the selected
+# tests run), not the whole tree.
 run_preset() {
   local preset=$1
   shift
   echo "test.sh: + cmake --preset $preset"
   cmake --preset "$preset"
-  echo "test.sh: + cmake --build --preset $preset"
-  cmake --build --preset "$preset"
+  local targets=()
+  [ -z "${BUILD_TARGETS:-}" ] || targets=(--target ${BUILD_TARGETS})
+  echo "test.sh: + cmake --build --preset $preset ${targets[*]}"
+  local t0=$SECONDS
+  cmake --build --preset "$preset" "${targets[@]}"
+  echo "test.sh: the $preset build took $((SECONDS - t0)) s"
+  t0=$SECONDS
   echo "test.sh: + ctest --preset $preset $*"
   local log rc=0
   log=$(mktemp)
@@ -54,7 +61,8 @@ run_preset() {
   elif [ "$rc" -eq 0 ]; then
     rc=1  # ctest said nothing about its tests: count it as a failure
   fi
-  echo "test.sh: ctest --preset $preset exited with status $rc"
+  echo "test.sh: ctest --preset $preset exited with status $rc" \
+       "after $((SECONDS - t0)) s"
   [ "$rc" -eq 0 ] || status=$rc
 }
 
@@ -69,10 +77,16 @@ if [ $# -eq 0 ]; then
   # The asan stage leaves to the debug stage what repeats the same code
   # paths at a higher price: mp_coll beyond 2 ranks (oversubscribed under
   # asan) and the tcp iRPC run (the shm one stays), and the 4-rank hybrid
-  # runs (the 3-rank ones cover the same routing).
+  # runs (the 3-rank ones cover the same routing), and the 4-rank runs of
+  # the small point-to-point programs (their 2-rank runs, and 3-rank ones
+  # where there are, stay).
   run_preset asan -LE 'launcher|bench|install' \
-    -E 'mp_coll_shm_n[13458]|mp_coll_tcp|irpc_tcp|_hybrid_(shm|tcp)_n4'
-  run_preset tsan -R '^(stress\.|unit\.threads$)'
+    -E 'mp_coll_shm_n[13458]|mp_coll_tcp|irpc_tcp|_hybrid_(shm|tcp)_n4|(mp_sendrecv|hello_world|put_signal|mp_soak)_(shm|tcp|native)_n4'
+  # (it builds only the library and the binaries of the tests it runs)
+  BUILD_TARGETS="lci_unit_threads $(sed -nE \
+      's/^lci_stress_test\(([a-z_]+)\).*/lci_stress_\1/p' \
+      tests/stress/CMakeLists.txt | tr '\n' ' ')" \
+    run_preset tsan -R '^(stress\.|unit\.threads$)'
   echo "test.sh: all stages took $(( $(date +%s) - start )) s"
 else
   preset=$1
