@@ -94,11 +94,14 @@ printf '%s\n' "$output"
 echo "run.sh: exit status $status after ${elapsed}s (expected $expected_exit within $((seconds + 10))s)"
 
 # Ranks killed with SIGKILL (by the test or by a launcher ending the job)
-# leave libfabric shm regions "/dev/shm/<pid>:..." behind; ring prints its
-# pid in failure tests so that they can be removed once the pid is gone.
+# leave shared-memory regions behind: libfabric shm's "lci-<pid>-..." (our
+# endpoint names, src/net/ofi/ofi.cpp) and the native backend's
+# "lci-shm-<pid>-..." (lcrun removes both after a crash; hydra and mpirun
+# do not); ring prints its pid in failure tests so that they can be
+# removed once the pid is gone.
 for pid in $(printf '%s\n' "$output" | sed -n 's/^ring: pid \([0-9][0-9]*\)$/\1/p'); do
   kill -0 "$pid" 2>/dev/null && continue
-  for f in /dev/shm/"$pid":*; do
+  for f in /dev/shm/lci-"$pid"-* /dev/shm/lci-shm-"$pid"-*; do
     [ -f "$f" ] && [ -O "$f" ] && rm -f "$f"
   done
 done
