@@ -19,6 +19,11 @@ import statistics
 import subprocess
 import sys
 
+# MPI launchers run in a private loopback-only network namespace (their
+# control ports listen on every interface)
+NETNS = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "tools", "lo-netns")
+
 ALGS = {
     "barrier": ["none"],
     "broadcast": ["direct", "tree", "ring"],
@@ -43,9 +48,9 @@ def command(a, lib, coll, alg, n):
     prog = os.path.join(a.build, "benchmarks/mpi/mpi_coll_" + lib)
     if lib == "mpich":
         env.setdefault("UCX_TLS", "self,sm")
-        return (["/usr/bin/mpiexec.hydra", "-launcher", "fork", "-n", str(n),
-                 prog] + args, env)
-    return (["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe",
+        return ([NETNS, "/usr/bin/mpiexec.hydra", "-launcher", "fork", "-n",
+                 str(n), prog] + args, env)
+    return ([NETNS, "mpirun.openmpi", "--allow-run-as-root", "--oversubscribe",
              "--bind-to", "none", "--mca", "btl", "self,vader", "--mca", "pml",
              "ob1", "--mca", "oob_tcp_if_include", "lo", "-n", str(n), prog]
             + args, env)

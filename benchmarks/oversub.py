@@ -26,10 +26,14 @@ import subprocess
 import sys
 import time
 
-OMPI = ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe",
+# in a private loopback-only network namespace (their control ports listen
+# on every interface)
+NETNS = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "tools", "lo-netns")
+OMPI = [NETNS, "mpirun.openmpi", "--allow-run-as-root", "--oversubscribe",
         "--bind-to", "none", "--mca", "btl", "self,vader", "--mca", "pml",
         "ob1", "--mca", "oob_tcp_if_include", "lo"]
-HYDRA = ["mpiexec.hydra", "-launcher", "fork"]
+HYDRA = [NETNS, "mpiexec.hydra", "-launcher", "fork"]
 
 
 def loadavg():

@@ -13,8 +13,8 @@ usec/xfer (half a round trip) or MB/sec (bytes moved both ways / time,
 
 Both tools start an out-of-band TCP server that listens on every
 interface. To keep all traffic on this machine's loopback, the server and
-the client run inside a private network namespace (`unshare -n`) whose
-only interface is lo. --pin puts the server on CPU 0 and the client on
+the client run inside a private network namespace whose only interface is
+lo (tools/lo-netns, required: no fallback to the host's network). --pin puts the server on CPU 0 and the client on
 CPU 1, like our benchmarks' --pin.
 """
 import argparse
@@ -67,8 +67,7 @@ def parse(a, out):
 
 
 def inside(a):
-    """In the namespace: lo up, server, client, the row."""
-    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    """In the namespace: server, client, the row."""
     server = subprocess.Popen(tool_argv(a, True), stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
     out, ok, rc = "", False, None
@@ -119,9 +118,12 @@ def main():
         ap.error("ucx: only --bench latency (tag_lat)")
     if a.in_netns:
         return inside(a)
-    argv = ["unshare", "-n", sys.executable, os.path.abspath(__file__),
+    here = os.path.dirname(os.path.abspath(__file__))
+    netns = os.path.join(os.path.dirname(here), "tools", "lo-netns")
+    argv = [netns, sys.executable, os.path.abspath(__file__),
             "--in-netns"] + sys.argv[1:]
-    return subprocess.run(argv).returncode
+    env = dict(os.environ, LCI_NETNS="require")
+    return subprocess.run(argv, env=env).returncode
 
 
 if __name__ == "__main__":

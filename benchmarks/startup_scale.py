@@ -26,6 +26,11 @@ import subprocess
 import sys
 import time
 
+# MPI launchers run in a private loopback-only network namespace (their
+# control ports listen on every interface)
+NETNS = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "tools", "lo-netns")
+
 LINE = re.compile(r"^startup: rank (\d+) of (\d+) bootstrap (\S+) "
                   r"launch_to_init_us (-?\d+) init_us (-?\d+) "
                   r"device_us (-?\d+)$", re.M)
@@ -37,10 +42,11 @@ def command(launcher, build, n):
         return [os.path.join(build, "tools", "lcrun", "lcrun"), "-n", str(n),
                 "--timeout", "300", prog]
     if launcher == "hydra":
-        return ["/usr/bin/mpiexec.hydra", "-iface", "lo", "-n", str(n), prog]
+        return [NETNS, "/usr/bin/mpiexec.hydra", "-iface", "lo", "-n", str(n),
+                prog]
     if launcher == "mpirun":
         root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
-        return (["/usr/bin/mpirun.openmpi"] + root +
+        return ([NETNS, "/usr/bin/mpirun.openmpi"] + root +
                 ["--oversubscribe", "--bind-to", "none", "--mca",
                  "oob_tcp_if_include", "lo", "-n", str(n), prog])
     raise ValueError(launcher)

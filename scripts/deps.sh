@@ -6,7 +6,9 @@
 # uses sudo when that exists.
 set -euo pipefail
 
-packages=(cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin
+# iproute2: ip(8), for tools/lo-netns (MPI launchers in a private
+# loopback-only network namespace)
+packages=(cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin iproute2
           libgtest-dev googletest python3
           # launcher tests (tests/launchers): MPICH's mpiexec.hydra (PMI-1,
           # PMI-2) and mpicxx.mpich (MPI-bootstrapped build), Open MPI's

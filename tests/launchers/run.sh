@@ -15,8 +15,11 @@
 # when the launcher or the program is not installed/built.
 #
 # Everything stays on this machine: hydra uses -iface lo, mpirun keeps its
-# out-of-band channel on lo, and LCI uses libfabric's shm provider unless
+# out-of-band channel on lo, both run in a private loopback-only network
+# namespace (tools/lo-netns: their control ports listen on every
+# interface), and LCI uses libfabric's shm provider unless
 # LCI_ATTR_OFI_PROVIDER_NAME says otherwise.
+netns=$(dirname "$0")/../../tools/lo-netns
 launcher=$1
 nranks=$2
 seconds=$3
@@ -69,14 +72,14 @@ case $launcher in
     # 141). Ignored here (inherited through exec), the write fails with
     # EPIPE and hydra reports the dead rank and ends the job.
     trap '' PIPE
-    set -- "$hydra" -iface lo $port -n "$nranks" "$@"
+    set -- "$netns" "$hydra" -iface lo $port -n "$nranks" "$@"
     ;;
   mpirun)
     mpirun=${LCI_TEST_MPIRUN:-/usr/bin/mpirun.openmpi}
     [ -x "$mpirun" ] || skip "Open MPI's $mpirun is not installed (apt-get install openmpi-bin)"
     root=""
     [ "$(id -u)" = 0 ] && root=--allow-run-as-root
-    set -- "$mpirun" $root --oversubscribe --bind-to none \
+    set -- "$netns" "$mpirun" $root --oversubscribe --bind-to none \
       --mca oob_tcp_if_include lo --timeout "$seconds" -n "$nranks" "$@"
     ;;
   *)
