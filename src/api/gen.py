@@ -258,7 +258,10 @@ def main(argv):
     if len(argv) == 3 and argv[1] == "--doc":
         write_if_changed(argv[2], gen_doc())
         return 0
-    if len(argv) != 2:
+    if argv[1:2] in (["-h"], ["--help"]):
+        sys.stdout.write(__doc__)
+        return 0
+    if len(argv) != 2 or argv[1].startswith("-"):
         sys.stderr.write(__doc__)
         return 2
     os.makedirs(argv[1], exist_ok=True)
