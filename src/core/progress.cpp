@@ -9,6 +9,7 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -541,7 +542,8 @@ void drain_device(device_impl_t* dev)
 void progress_during(device_impl_t* dev, const std::function<void()>& wait)
 {
   std::atomic<bool> stop{false};
-  std::thread poller([dev, &stop] {
+  std::thread poller;
+  auto poll = [dev, &stop] {
     while (!stop.load(std::memory_order_acquire)) {
       size_t n = 0;
       try {
@@ -561,14 +563,20 @@ void progress_during(device_impl_t* dev, const std::function<void()>& wait)
       // need the core more than a device being freed does)
       if (n == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
-  });
+  };
+  try {
+    poller = std::thread(poll);
+  } catch (const std::system_error&) {
+    // no thread to be had (a resource limit): wait without polling, as
+    // before this helper existed
+  }
   struct joiner_t {
     std::atomic<bool>& stop;
     std::thread& poller;
     ~joiner_t()
     {
       stop.store(true, std::memory_order_release);
-      poller.join();
+      if (poller.joinable()) poller.join();
     }
   } joiner{stop, poller};
   wait();
