@@ -193,17 +193,49 @@ struct state_t {
   std::vector<std::pair<char*, size_t>> scratch;  // buffer, capacity
   std::mutex mu;
   std::string error;
+  // when `error` is a failed step: its status (errorcode, peer)
+  status_t failed{errorcode_t::done};
   ~state_t()
   {
     for (auto& b : scratch) scratch_cache_t::get().give(b.first, b.second);
   }
 };
 
-// A receive of a collective got fewer bytes than expected: recorded, and
-// raised once the collective completed (its graph can then be freed).
+void record_error(void* dst_value, const std::string& error,
+                  const status_t* failed = nullptr)
+{
+  auto* state = static_cast<state_t*>(dst_value);
+  std::lock_guard<std::mutex> lock(state->mu);
+  if (!state->error.empty()) return;
+  state->error = error;
+  if (failed) state->failed = *failed;
+}
+
+// A step of a collective that completed with an error (a failed peer):
+// the first such error, naming the collective, the step and the peer.
+std::string step_failed(const char* what, int peer, tag_t tag,
+                        const status_t& status)
+{
+  std::ostringstream os;
+  os << "lci::" << kind_name((tag >> kStepBits) & kKindMask) << ": the " << what
+     << " rank " << peer << " in step " << (tag & kStepMask)
+     << " failed: " << status.error.get_str();
+  return os.str();
+}
+
+// A receive of a collective that failed, or got fewer bytes than
+// expected: recorded, and raised once the collective completed (its graph
+// can then be freed).
 void check_recv_size(status_t status, void* src_value, void* dst_value)
 {
   auto* op = static_cast<post_recv_x*>(src_value);
+  if (status.error.is_fatal()) {
+    status.rank = op->rank_;
+    record_error(dst_value,
+                 step_failed("receive from", op->rank_, op->tag_, status),
+                 &status);
+    return;
+  }
   if (status.size == op->size_) return;
   std::ostringstream os;
   os << "lci::" << kind_name((op->tag_ >> kStepBits) & kKindMask) << ": rank "
@@ -211,9 +243,17 @@ void check_recv_size(status_t status, void* src_value, void* dst_value)
      << (op->tag_ & kStepMask) << " where " << op->size_
      << " were expected (do all ranks pass the same sizes, counts and "
         "root?)";
-  auto* state = static_cast<state_t*>(dst_value);
-  std::lock_guard<std::mutex> lock(state->mu);
-  if (state->error.empty()) state->error = os.str();
+  record_error(dst_value, os.str());
+}
+
+// A send of a collective that failed: recorded the same way.
+void check_send(status_t status, void* src_value, void* dst_value)
+{
+  if (!status.error.is_fatal()) return;
+  auto* op = static_cast<post_send_x*>(src_value);
+  status.rank = op->rank_;
+  record_error(dst_value, step_failed("send to", op->rank_, op->tag_, status),
+               &status);
 }
 
 // What a blocking caller waits for (shared: a caller that left on an
@@ -221,14 +261,16 @@ void check_recv_size(status_t status, void* src_value, void* dst_value)
 struct wait_t {
   std::atomic<bool> done{false};
   std::string error;
+  status_t failed{errorcode_t::done};
 };
 
 // Completion of a collective's graph: frees the graph (and with it the
 // collective's buffers and node values), then signals the caller's
-// completion object, or wakes the blocking caller. An error found by a
-// receive goes to the blocking caller; a nonblocking collective raises it
-// here, from the progress call that completed the collective, and does not
-// signal its completion object.
+// completion object, or wakes the blocking caller. An error goes to the
+// blocking caller. A nonblocking collective whose step failed (a failed
+// peer) signals its completion object with that step's status (error, rank);
+// one whose receive got the wrong size raises it here, from the progress
+// call that completed the collective, and does not signal.
 struct finisher_t final : comp_impl_t {
   comp_t graph;
   state_t* state = nullptr;
@@ -238,6 +280,7 @@ struct finisher_t final : comp_impl_t {
   void signal(status_t) override
   {
     std::string error = std::move(state->error);
+    status_t failed = state->failed;
     comp_t g = graph;
     free_comp(&g);
     comp_t c = comp;
@@ -246,7 +289,12 @@ struct finisher_t final : comp_impl_t {
     delete this;
     if (w) {
       w->error = std::move(error);
+      w->failed = failed;
       w->done.store(true, std::memory_order_release);
+    } else if (failed.error.is_fatal()) {
+      s.error = failed.error;
+      s.rank = failed.rank;
+      c.p_impl->signal(s);
     } else if (!error.empty()) {
       throw fatal_error(error);
     } else {
@@ -362,12 +410,15 @@ class coll_t
 
   graph_node_t send(int peer, const void* buf, size_t size, uint64_t step)
   {
-    return graph_add_node_op(graph(), post_send_x(peer, const_cast<void*>(buf),
-                                                  size, tag(step), COMP_NULL)
-                                          .runtime(runtime_)
-                                          .device(device_)
-                                          .matching_engine(me_)
-                                          .allow_retry(false));
+    graph_node_t n = graph_add_node_op(
+        graph(),
+        post_send_x(peer, const_cast<void*>(buf), size, tag(step), COMP_NULL)
+            .runtime(runtime_)
+            .device(device_)
+            .matching_engine(me_)
+            .allow_retry(false));
+    graph_add_edge_x(graph(), n, state_node_).fn (&check_send)();
+    return n;
   }
   graph_node_t recv(int peer, void* buf, size_t size, uint64_t step)
   {
@@ -424,6 +475,8 @@ class coll_t
     // progress until done, yielding when idle (util/idle.hpp)
     while (!wait->done.load(std::memory_order_acquire))
       progress_x().runtime(runtime_).device(device_)();
+    if (wait->failed.error.errorcode == errorcode_t::fatal_peer_failure)
+      throw peer_failure_error(wait->error, wait->failed.rank);
     if (!wait->error.empty()) throw fatal_error(wait->error);
   }
 
@@ -441,7 +494,8 @@ class coll_t
       fin_->graph = graph_;
       state_ = new state_t();
       fin_->state = state_;
-      // completes after every receive (their edges check the sizes)
+      // completes after every send and receive (their edges check the
+      // statuses and the received sizes)
       state_node_ = graph_add_node_x(graph_, nullptr)
                         .value(state_)
                         .free_cb(&delete_value<state_t>)();

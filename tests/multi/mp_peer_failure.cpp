@@ -11,13 +11,15 @@
 //   - two puts into the victim's registered region, before and after the
 //     survivor says it is ready (each may or may not complete before T0:
 //     either way its completion must come);
-//   - an ANY_SOURCE receive, which must stay posted.
+//   - an ANY_SOURCE receive, which must stay posted;
+//   - a nonblocking broadcast rooted at the victim (direct: each survivor
+//     receives from it), which the victim never joins.
 // Each survivor keeps calling progress and checks:
 //   - progress throws peer_failure_error naming the victim within --bound
 //     seconds of T0, once (later progress calls do not throw again);
-//   - the receives and the rendezvous send completed with
-//     errorcode_t::fatal_peer_failure, each put and the network-semantic
-//     send with that or done;
+//   - the receives, the rendezvous send and the broadcast completed with
+//     errorcode_t::fatal_peer_failure (the broadcast naming the victim), each
+//     put and the network-semantic send with that or done;
 //   - a new post to the victim throws peer_failure_error at once;
 //   - the survivors still exchange messages (eager and rendezvous, checked
 //     byte by byte) on a second device, and with --ring-default on the
@@ -205,6 +207,11 @@ int main(int argc, char** argv)
         st.error.get_str());
   CHECK(st.is_posted() || st.is_done(), "second put to the victim: %s",
         st.error.get_str());
+  std::vector<char> bcast(64);
+  lci::comp_t s_coll = lci::alloc_sync();
+  lci::broadcast_x(bcast.data(), bcast.size(), victim)
+      .algorithm(lci::broadcast_algorithm_t::direct)
+      .comp(s_coll)();
   std::vector<char> any_buf(16);
   st = lci::post_recv(lci::ANY_SOURCE, any_buf.data(), any_buf.size(), kTagAny,
                       s_any);
@@ -254,6 +261,9 @@ int main(int argc, char** argv)
   CHECK(wait_for(s_rdvin, &out, bound), "the rendezvous receive hangs");
   CHECK(out.error == lci::errorcode_t::fatal_peer_failure && out.rank == victim,
         "the rendezvous receive: %s rank %d", out.error.get_str(), out.rank);
+  CHECK(wait_for(s_coll, &out, bound), "the broadcast hangs");
+  CHECK(out.error == lci::errorcode_t::fatal_peer_failure && out.rank == victim,
+        "the broadcast: %s rank %d", out.error.get_str(), out.rank);
   CHECK(wait_for(s_net, &out, bound), "the network-semantic send hangs");
   CHECK(out.error == lci::errorcode_t::fatal_peer_failure ||
             out.error == lci::errorcode_t::done,
@@ -334,6 +344,7 @@ int main(int argc, char** argv)
   lci::free_comp(&s_put2);
   lci::free_comp(&s_net);
   lci::free_comp(&s_any);
+  lci::free_comp(&s_coll);
   lci::deregister_memory(&mr);
   int64_t f0 = realtime_ns();
   lci::free_device(&dev2);
