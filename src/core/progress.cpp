@@ -444,8 +444,14 @@ size_t progress_once(device_impl_t* dev)
   constexpr size_t kBatch = 16;
   // small messages may come in place, in here (net.hpp, poll_comp)
   constexpr size_t kScratch = 4096;
-  size_t n = dev->backlog.drain();
-  net::cqe_t cqes[kBatch];
+  size_t n = dev->backlog.empty() ? 0 : dev->backlog.drain();
+  // the backend writes the entries it returns: left uninitialized (cqe_t's
+  // member defaults would cost a store per entry and per poll)
+  union batch_t {
+    batch_t() {}
+    net::cqe_t at[kBatch];
+  } batch;
+  net::cqe_t* cqes = batch.at;
   alignas(64) char scratch[kScratch];
   size_t ncqes = dev->net->poll_comp(cqes, kBatch, scratch, kScratch);
   n += ncqes;

@@ -785,19 +785,36 @@ class shm_device_t final : public device_t
   // false: the message must stay (no receive buffer posted)
   bool handle(int r, const ring_consumer_t::msg_t& m, cqe_t* out, size_t* n)
   {
+    // The common case inline: a message that goes in place into the
+    // poller's scratch (no receive buffer, no packet), unless parked
+    // messages must go first. One that fits its header slot (48 bytes) is
+    // copied as three 16-byte words: the slot has them, and so has the
+    // scratch when 48 bytes are left (the copy past the length is never
+    // read).
+    if (__builtin_expect(m.type == kMsg, 1)) {
+      const size_t room = (m.length + 15) & ~size_t(15);
+      if (__builtin_expect(room <= scratch_left_ && overflow_.empty(), 1)) {
+        constexpr size_t kInSlot = kSlot - kRingHeader;
+        if (m.length <= kInSlot && scratch_left_ >= kInSlot)
+          std::memcpy(scratch_, m.payload, kInSlot);
+        else
+          std::memcpy(scratch_, m.payload, m.length);
+        out[(*n)++] =
+            cqe_t{cqe_t::kind_t::message, scratch_, m.length, 0, nullptr};
+        scratch_ += room;
+        scratch_left_ -= room;
+        return true;
+      }
+    }
+    return handle_other(r, m, out, n);
+  }
+
+  // handle() for everything but an in-place message
+  [[gnu::noinline]] bool handle_other(int r, const ring_consumer_t::msg_t& m,
+                                      cqe_t* out, size_t* n)
+  {
     switch (m.type) {
       case kMsg: {
-        // in place: into the poller's scratch (no receive buffer, no
-        // packet), unless parked messages must go first
-        const size_t room = (m.length + 15) & ~size_t(15);
-        if (room <= scratch_left_ && overflow_.empty()) {
-          std::memcpy(scratch_, m.payload, m.length);
-          out[(*n)++] =
-              cqe_t{cqe_t::kind_t::message, scratch_, m.length, 0, nullptr};
-          scratch_ += room;
-          scratch_left_ -= room;
-          return true;
-        }
         recv_t rv;
         if (overflow_.empty() && pop_recv(&rv)) {
           out[(*n)++] = deliver(rv, m.payload, m.length);
