@@ -156,11 +156,16 @@ status_t post_out(const post_args_t& a)
   // packet whatever its size. A user packet has room for the header in
   // front of its payload: it is sent as it is, without a copy.
   if (wire <= a.rt->max_inject_wire && !network) {
-    alignas(16) char tmp[kMaxInjectWire];
-    char* out = a.upacket ? a.upacket->data() : tmp;
-    std::memcpy(out, &hdr, sizeof(hdr));
-    if (a.size && !a.upacket) std::memcpy(tmp + sizeof(hdr), a.buffer, a.size);
-    error_t e = a.dev->net->post_inject(a.rank, out, wire);
+    // the header and the payload go to the backend apart (it gathers them
+    // as it copies); a user packet has room for the header in front
+    error_t e;
+    if (a.upacket) {
+      std::memcpy(a.upacket->data(), &hdr, sizeof(hdr));
+      e = a.dev->net->post_inject(a.rank, a.upacket->data(), wire);
+    } else {
+      e = a.dev->net->post_inject_gather(a.rank, &hdr, sizeof(hdr), a.buffer,
+                                         a.size);
+    }
     if (e.is_retry()) return status_t(e.errorcode);
     if (a.upacket) {
       a.upacket->user_owned.store(false, std::memory_order_relaxed);
