@@ -464,7 +464,11 @@ size_t progress_once(device_impl_t* dev)
       if (!first_error) first_error = std::current_exception();
     }
   }
-  refill_recvs(dev);
+  // (inline: the common poll finds every receive still posted)
+  if (dev->nrecvs_posted.load(std::memory_order_relaxed) <
+          static_cast<int64_t>(dev->attr.net_max_recvs) ||
+      dev->recv_starved.load(std::memory_order_relaxed))
+    refill_recvs(dev);
   if (first_error) std::rethrow_exception(first_error);
   if (n == 0)
     n = progress_starved(dev);
