@@ -119,8 +119,34 @@ def gen_op(o):
                         for a in positional + optional if a.name in bopt)
         chain += "".join(".%s(%s)" % (k, v) for k, v in fixed.items()
                          if k not in {a.name for a in bpos})
-        out.append("  %s call() const {\n    return %s_x(%s)%s.call();\n  }\n"
-                   % (o.ret, base.name, bargs, chain))
+        out.append("  %s call() const {\n" % o.ret)
+        if base.lean:
+            # the base's lean entry straight from this object's fields (no
+            # copy into a base object on the common path)
+            mine = {a.name for a in positional + optional}
+            conds = []
+            static_ok = True
+            for a in base.args:
+                if a.kind != "opt" or a.name in base.lean:
+                    continue
+                if a.name in fixed:
+                    static_ok = static_ok and fixed[a.name] == a.default
+                elif a.type == "rmr_t":
+                    conds.append("%s_.is_empty()" % a.name)
+                else:
+                    conds.append("%s_ == %s" % (a.name, a.default))
+                assert a.name in fixed or a.name in mine
+            if static_ok:
+                largs = [fixed[a.name] if a.name in fixed else a.name + "_"
+                         for a in bpos]
+                largs += [fixed[n] if n in fixed else n + "_"
+                          for n in [a.name for a in base.args
+                                    if a.kind == "opt" and a.name in base.lean]]
+                out.append("    if (%s)\n      return %s_x::call_lean(%s);\n" % (
+                    " &&\n        ".join(conds) if conds else "true",
+                    base.name, ", ".join(largs)))
+        out.append("    return %s_x(%s)%s.call();\n  }\n"
+                   % (base.name, bargs, chain))
     else:
         impl_params = ["%s %s" % (a.type, a.name) for a in positional + optional]
         call_args = [a.name + "_" for a in positional + optional]
@@ -128,7 +154,25 @@ def gen_op(o):
             impl_params.append("const %s_attr_t& attr" % o.attrs_of)
             call_args.append("attr")
         out.append("  static %s call_impl(%s);\n" % (o.ret, ", ".join(impl_params)))
+        if o.lean:
+            assert not attrs, "a lean entry takes no attributes"
+            lean = [a for a in optional if a.name in o.lean]
+            assert len(lean) == len(o.lean), "unknown lean argument"
+            out.append("  static %s call_lean(%s);\n" % (o.ret, ", ".join(
+                "%s %s" % (a.type, a.name) for a in positional + lean)))
         out.append("  %s call() const {\n" % o.ret)
+        if o.lean:
+            conds = []
+            for a in optional:
+                if a.name in o.lean:
+                    continue
+                if a.type == "rmr_t":
+                    conds.append("%s_.is_empty()" % a.name)
+                else:
+                    conds.append("%s_ == %s" % (a.name, a.default))
+            out.append("    if (%s)\n      return call_lean(%s);\n" % (
+                " &&\n        ".join(conds),
+                ", ".join(a.name + "_" for a in positional + lean)))
         if attrs:
             out.append('    %s_attr_t attr = detail::get_default_%s_attr("%s");\n'
                        % (o.attrs_of, o.attrs_of, o.name))

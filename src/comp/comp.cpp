@@ -43,7 +43,7 @@ comp_t track(comp_impl_t* comp)
 // path an exact match of the type_info object (a vtable load and a pointer
 // compare) replaces a dynamic_cast; anything else takes the dynamic_cast.
 template <typename T>
-T* as(comp_t comp, const char* call, const char* what)
+[[gnu::noinline]] T* as_slow(comp_t comp, const char* call, const char* what)
 {
   comp_impl_t* p = comp.p_impl;
   if (__builtin_expect(comp.is_empty() || comp == COMP_NULL_RETRY, 0))
@@ -57,7 +57,22 @@ T* as(comp_t comp, const char* call, const char* what)
   return q;
 }
 
-cq_impl_t* as_cq(comp_t comp, const char* call)
+// The same, inline for a built-in object this thread checked last (the
+// live set's per-thread cache; nothing freed since): no call.
+template <typename T>
+inline T* as(comp_t comp, const char* call, const char* what)
+{
+  comp_impl_t* p = comp.p_impl;
+  util::live_set_t* comps = globals::comps_if_made();
+  if (__builtin_expect(comps != nullptr && p != nullptr &&
+                           comp != COMP_NULL_RETRY && comps->cached(p) &&
+                           &typeid(*p) == &typeid(T),
+                       1))
+    return static_cast<T*>(p);
+  return as_slow<T>(comp, call, what);
+}
+
+[[gnu::noinline]] cq_impl_t* as_cq_slow(comp_t comp, const char* call)
 {
   comp_impl_t* p = comp.p_impl;
   if (__builtin_expect(comp.is_empty() || comp == COMP_NULL_RETRY, 0))
@@ -69,6 +84,20 @@ cq_impl_t* as_cq(comp_t comp, const char* call)
   cq_impl_t* q = dynamic_cast<cq_impl_t*>(p);
   if (!q) throw_not_a(comp, call, "completion queue");
   return q;
+}
+
+inline cq_impl_t* as_cq(comp_t comp, const char* call)
+{
+  comp_impl_t* p = comp.p_impl;
+  util::live_set_t* comps = globals::comps_if_made();
+  if (__builtin_expect(comps != nullptr && p != nullptr &&
+                           comp != COMP_NULL_RETRY && comps->cached(p),
+                       1)) {
+    const std::type_info* t = &typeid(*p);
+    if (t == &typeid(lcrq_cq_t)) return static_cast<lcrq_cq_t*>(p);
+    if (t == &typeid(array_cq_t)) return static_cast<array_cq_t*>(p);
+  }
+  return as_cq_slow(comp, call);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #ifndef LCI_CORE_GLOBALS_HPP
 #define LCI_CORE_GLOBALS_HPP
 
+#include <atomic>
+
 #include "lci.hpp"
 #include "util/live_set.hpp"
 
@@ -11,12 +13,26 @@ namespace lci::globals
 {
 
 // Each set is made at its first use and never destroyed (a handle may be
-// checked during exit); inline, so that a check costs no call.
+// checked during exit). name() returns the set, making it if needed;
+// name_if_made() is the set or nullptr (one load, for the cached fast path
+// of a check: a set not made yet holds nothing, so a caller falls back to
+// its full check).
 #define LCI_LIVE_SET(name)                                               \
-  inline util::live_set_t& name()                                        \
+  inline std::atomic<util::live_set_t*> g_##name{nullptr};               \
+  [[gnu::noinline, gnu::cold]] inline util::live_set_t& make_##name()    \
   {                                                                      \
     static util::live_set_t* s = new util::live_set_t; /* never freed */ \
+    g_##name.store(s, std::memory_order_release);                        \
     return *s;                                                           \
+  }                                                                      \
+  inline util::live_set_t* name##_if_made()                              \
+  {                                                                      \
+    return g_##name.load(std::memory_order_acquire);                     \
+  }                                                                      \
+  inline util::live_set_t& name()                                        \
+  {                                                                      \
+    util::live_set_t* s = name##_if_made();                              \
+    return __builtin_expect(s != nullptr, 1) ? *s : make_##name();       \
   }
 LCI_LIVE_SET(runtimes)
 LCI_LIVE_SET(devices)

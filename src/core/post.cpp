@@ -29,17 +29,17 @@ namespace
 {
 // Freed receive descriptors of this thread, reused by its next posts (a
 // receive posted by one thread and completed by another moves between the
-// caches, each bounded: beyond it, the global allocator).
+// caches, each bounded: beyond it, the global allocator). Plain data, so
+// that a thread reaches it at a fixed offset from the thread pointer with
+// no initialization guard (a thread_local with a destructor has one, and
+// its guard is reached through __tls_get_addr: 11 instructions per post);
+// the destructor lives in recv_cache_reaper_t, made by the first free.
 struct recv_cache_t {
   static constexpr int kMax = 64;
   void* items[kMax];
-  int n = 0;
-  bool dead = false;  // destroyed (thread exit): straight to the allocator
-  ~recv_cache_t()
-  {
-    dead = true;
-    while (n > 0) ::operator delete(items[--n]);
-  }
+  int n;
+  bool reaper;  // this thread's recv_cache_reaper_t exists
+  bool dead;    // destroyed (thread exit): straight to the allocator
 };
 // initial-exec: a fixed offset from the thread pointer, no __tls_get_addr
 // (see resource/packet_pool.cpp)
@@ -49,6 +49,20 @@ thread_local recv_cache_t g_recv_cache
 #else
 thread_local recv_cache_t g_recv_cache;
 #endif
+struct recv_cache_reaper_t {
+  ~recv_cache_reaper_t()
+  {
+    recv_cache_t& c = g_recv_cache;
+    c.dead = true;
+    while (c.n > 0) ::operator delete(c.items[--c.n]);
+  }
+};
+[[gnu::noinline]] void make_recv_cache_reaper()
+{
+  thread_local recv_cache_reaper_t reaper;
+  (void)&reaper;
+  g_recv_cache.reaper = true;
+}
 }  // namespace
 
 void* recv_t::operator new(size_t size)
@@ -61,6 +75,7 @@ void* recv_t::operator new(size_t size)
 void recv_t::operator delete(void* p)
 {
   recv_cache_t& c = g_recv_cache;
+  if (__builtin_expect(!c.reaper, 0) && !c.dead) make_recv_cache_reaper();
   if (c.n < recv_cache_t::kMax && !c.dead)
     c.items[c.n++] = p;
   else
@@ -141,11 +156,16 @@ status_t post_out(const post_args_t& a)
   // packet whatever its size. A user packet has room for the header in
   // front of its payload: it is sent as it is, without a copy.
   if (wire <= a.rt->max_inject_wire && !network) {
-    alignas(16) char tmp[kMaxInjectWire];
-    char* out = a.upacket ? a.upacket->data() : tmp;
-    std::memcpy(out, &hdr, sizeof(hdr));
-    if (a.size && !a.upacket) std::memcpy(tmp + sizeof(hdr), a.buffer, a.size);
-    error_t e = a.dev->net->post_inject(a.rank, out, wire);
+    // the header and the payload go to the backend apart (it gathers them
+    // as it copies); a user packet has room for the header in front
+    error_t e;
+    if (a.upacket) {
+      std::memcpy(a.upacket->data(), &hdr, sizeof(hdr));
+      e = a.dev->net->post_inject(a.rank, a.upacket->data(), wire);
+    } else {
+      e = a.dev->net->post_inject_gather(a.rank, &hdr, sizeof(hdr), a.buffer,
+                                         a.size);
+    }
     if (e.is_retry()) return status_t(e.errorcode);
     if (a.upacket) {
       a.upacket->user_owned.store(false, std::memory_order_relaxed);
@@ -475,42 +495,24 @@ matching_policy_t effective_policy(matching_policy_t policy, int rank,
   return matching_policy_t::none;
 }
 
-}  // namespace
-
-status_t post_comm_x::call_impl(
-    direction_t direction, int rank, void* local_buffer, size_t size,
-    comp_t local_comp, runtime_t runtime, device_t device,
-    packet_pool_t packet_pool, matching_engine_t matching_engine, mr_t mr,
-    uint64_t remote_disp, rmr_t rmr, tag_t tag, rcomp_t remote_comp,
-    void* user_context, matching_policy_t matching_policy, bool allow_done,
-    bool allow_posted, bool allow_retry, comp_semantic_t comp_semantic)
+// The checks every post makes, in one order, then the path and the post.
+// `a` holds the resolved handles and the arguments. kLean: the caller is
+// call_lean, so packet_pool, matching_engine and mr are empty, rmr is
+// empty, the matching policy is rank_tag, allow_done/posted/retry are true
+// and comp_semantic is memory: the checks of those fold away, and the rest
+// runs exactly as for call_impl (same checks, same order, same messages).
+template <bool kLean>
+[[gnu::always_inline]] inline status_t post_checked(
+    post_args_t& a, direction_t direction, comp_t local_comp, bool allow_done,
+    bool allow_posted, bool allow_retry)
 {
   const char* call = "post_comm";
-  post_args_t a;
-  // every handle given is checked live (and of this runtime) before use
-  rt_dev_t rd = resolve_device(runtime, device, call);
-  a.rt = rd.rt;
-  a.dev = rd.dev;
-  a.pool = packet_pool.p_impl ? checked_pool(packet_pool, call) : a.dev->pool;
-  a.me = matching_engine.p_impl ? checked_engine(matching_engine, a.rt, call)
-                                : a.rt->default_me;
-  checked_mr(mr, a.rt, call);
-  a.rank = rank;
-  a.buffer = local_buffer;
-  a.size = size;
-  a.tag = tag;
-  a.rcomp = remote_comp;
-  a.user_context = user_context;
-  a.policy = matching_policy;
-  a.semantic = comp_semantic;
-  a.comp = local_comp.p_impl;
-  a.upacket = nullptr;
-  a.mr = mr;
-  a.remote_disp = remote_disp;
-  a.rmr = rmr;
-
+  const int rank = a.rank;
+  const size_t size = a.size;
+  const tag_t tag = a.tag;
+  const rcomp_t remote_comp = a.rcomp;
   const bool in = direction == direction_t::IN;
-  const bool rma = !rmr.is_empty();
+  const bool rma = !kLean && !a.rmr.is_empty();
   if (in && !rma && remote_comp != RCOMP_NULL)
     util::throw_fatal(call, ": a receive (direction IN) with remote_comp ",
                       remote_comp,
@@ -520,7 +522,7 @@ status_t post_comm_x::call_impl(
     util::throw_fatal(call, ": rank ", rank, " is out of range [0, ",
                       a.rt->rank_n, ")");
   if (peer_is_failed(a.rt, rank)) throw_peer_failed(a.rt, rank, call);
-  if (!local_buffer && size > 0)
+  if (!a.buffer && size > 0)
     util::throw_fatal(call, ": null buffer with size ", size);
   if (static_cast<int64_t>(size) < 0)
     util::throw_fatal(call, ": size ", size,
@@ -538,17 +540,18 @@ status_t post_comm_x::call_impl(
     util::throw_fatal(call,
                       ": a receive needs a completion object "
                       "(COMP_NULL_RETRY cannot be signalled)");
-  if (comp_semantic != comp_semantic_t::memory &&
+  const comp_semantic_t comp_semantic = a.semantic;
+  if (!kLean && comp_semantic != comp_semantic_t::memory &&
       comp_semantic != comp_semantic_t::network)
     util::throw_fatal(call, ": comp_semantic ", static_cast<int>(comp_semantic),
                       " is neither memory (0) nor network (1)");
-  if (!in && comp_semantic == comp_semantic_t::network &&
+  if (!kLean && !in && comp_semantic == comp_semantic_t::network &&
       local_comp == COMP_NULL_RETRY)
     util::throw_fatal(call,
                       ": comp_semantic network needs a completion object "
                       "(COMP_NULL_RETRY cannot be signalled when the network "
                       "completes)");
-  if (!in && !rma && local_buffer) {
+  if (!in && !rma && a.buffer) {
     a.upacket = find_user_packet(a, call);
     if (a.upacket) a.pool = a.upacket->pool;  // its size bounds the message
   }
@@ -557,11 +560,11 @@ status_t post_comm_x::call_impl(
     if (!a.rt->net_context->caps().rma)
       util::throw_fatal(call, ": the network backend (",
                         a.rt->net_context->caps().provider, ") has no RMA");
-    check_rmr(a.rt, in ? "post_comm (get)" : "post_comm (put)", rank, rmr,
-              remote_disp, size);
+    check_rmr(a.rt, in ? "post_comm (get)" : "post_comm (put)", rank, a.rmr,
+              a.remote_disp, size);
     path = path_t::rma;
   } else if (in) {
-    a.policy = effective_policy(matching_policy, rank, tag);
+    a.policy = effective_policy(a.policy, rank, tag);
     path = path_t::recv;
   } else if (size > eager_limit(a.pool, a.dev)) {
     if (a.upacket)
@@ -601,6 +604,122 @@ status_t post_comm_x::call_impl(
     s.error = errorcode_t::posted;
   }
   return s;
+}
+
+// The arguments of a lean post (every other optional argument at its
+// default).
+inline void lean_args(post_args_t* a, const rt_dev_t& rd, int rank,
+                      void* local_buffer, size_t size, comp_t local_comp,
+                      tag_t tag, rcomp_t remote_comp, void* user_context)
+{
+  a->rt = rd.rt;
+  a->dev = rd.dev;
+  a->pool = rd.dev->pool;
+  a->me = rd.rt->default_me;
+  a->rank = rank;
+  a->buffer = local_buffer;
+  a->size = size;
+  a->tag = tag;
+  a->rcomp = remote_comp;
+  a->user_context = user_context;
+  a->policy = matching_policy_t::rank_tag;
+  a->semantic = comp_semantic_t::memory;
+  a->comp = local_comp.p_impl;
+  a->upacket = nullptr;
+  a->mr = mr_t();
+  a->remote_disp = 0;
+  // (a->rmr: empty, from its constructor)
+}
+
+// A lean post that is not one of call_lean's two common cases: every check.
+[[gnu::noinline]] status_t post_lean_checked(post_args_t& a,
+                                             direction_t direction,
+                                             comp_t local_comp)
+{
+  return post_checked<true>(a, direction, local_comp, true, true, true);
+}
+
+}  // namespace
+
+status_t post_comm_x::call_impl(
+    direction_t direction, int rank, void* local_buffer, size_t size,
+    comp_t local_comp, runtime_t runtime, device_t device,
+    packet_pool_t packet_pool, matching_engine_t matching_engine, mr_t mr,
+    uint64_t remote_disp, rmr_t rmr, tag_t tag, rcomp_t remote_comp,
+    void* user_context, matching_policy_t matching_policy, bool allow_done,
+    bool allow_posted, bool allow_retry, comp_semantic_t comp_semantic)
+{
+  const char* call = "post_comm";
+  post_args_t a;
+  // every handle given is checked live (and of this runtime) before use
+  rt_dev_t rd = resolve_device(runtime, device, call);
+  a.rt = rd.rt;
+  a.dev = rd.dev;
+  a.pool = packet_pool.p_impl ? checked_pool(packet_pool, call) : a.dev->pool;
+  a.me = matching_engine.p_impl ? checked_engine(matching_engine, a.rt, call)
+                                : a.rt->default_me;
+  checked_mr(mr, a.rt, call);
+  a.rank = rank;
+  a.buffer = local_buffer;
+  a.size = size;
+  a.tag = tag;
+  a.rcomp = remote_comp;
+  a.user_context = user_context;
+  a.policy = matching_policy;
+  a.semantic = comp_semantic;
+  a.comp = local_comp.p_impl;
+  a.upacket = nullptr;
+  a.mr = mr;
+  a.remote_disp = remote_disp;
+  a.rmr = rmr;
+  return post_checked<false>(a, direction, local_comp, allow_done, allow_posted,
+                             allow_retry);
+}
+
+// post_comm with every optional argument but these at its default (the
+// generated call() decides): the same post as call_impl's. The two common
+// posts whose every check passes, an eager send or active message (not
+// from a user packet) and a receive from a given rank with a given tag, go
+// straight to post_out's inject and post_in (the predicates below are the
+// checks of post_checked that could fail for them, so nothing is skipped
+// that could fail); everything else, and every error, goes through
+// post_checked.
+status_t post_comm_x::call_lean(direction_t direction, int rank,
+                                void* local_buffer, size_t size,
+                                comp_t local_comp, device_t device, tag_t tag,
+                                rcomp_t remote_comp, void* user_context)
+{
+  rt_dev_t rd = resolve_device(runtime_t(), device, "post_comm");
+  post_args_t a;
+  lean_args(&a, rd, rank, local_buffer, size, local_comp, tag, remote_comp,
+            user_context);
+  runtime_impl_t* rt = rd.rt;
+  device_impl_t* dev = rd.dev;
+  const bool common = rank >= 0 && rank < rt->rank_n &&
+                      rt->nfailed.load(std::memory_order_relaxed) == 0 &&
+                      (local_buffer || size == 0) &&
+                      static_cast<int64_t>(size) >= 0 &&
+                      tag <= rt->attr.max_tag && local_comp.p_impl != nullptr &&
+                      local_comp != COMP_NULL_RETRY;
+  if (direction == direction_t::OUT) {
+    if (__builtin_expect(
+            common && size <= eager_limit(a.pool, dev) &&
+                (remote_comp == RCOMP_NULL
+                     ? a.me != nullptr
+                     : remote_comp <= msg_header_t::kAuxMax) &&
+                !(local_buffer &&
+                  (dev->pool->upacket_of(local_buffer) ||
+                   (rt->default_pool &&
+                    rt->default_pool->upacket_of(local_buffer)))) &&
+                dev->backlog.empty(),
+            1))
+      return post_out(a);
+  } else if (__builtin_expect(common && remote_comp == RCOMP_NULL &&
+                                  tag != ANY_TAG && a.me != nullptr,
+                              1)) {
+    return post_in(a, local_comp.p_impl);
+  }
+  return post_lean_checked(a, direction, local_comp);
 }
 
 error_t progress_x::call_impl(runtime_t runtime, device_t device)

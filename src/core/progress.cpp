@@ -447,8 +447,14 @@ size_t progress_once(device_impl_t* dev)
   constexpr size_t kBatch = 16;
   // small messages may come in place, in here (net.hpp, poll_comp)
   constexpr size_t kScratch = 4096;
-  size_t n = dev->backlog.drain();
-  net::cqe_t cqes[kBatch];
+  size_t n = dev->backlog.empty() ? 0 : dev->backlog.drain();
+  // the backend writes the entries it returns: left uninitialized (cqe_t's
+  // member defaults would cost a store per entry and per poll)
+  union batch_t {
+    batch_t() {}
+    net::cqe_t at[kBatch];
+  } batch;
+  net::cqe_t* cqes = batch.at;
   alignas(64) char scratch[kScratch];
   size_t ncqes = dev->net->poll_comp(cqes, kBatch, scratch, kScratch);
   n += ncqes;
@@ -461,7 +467,11 @@ size_t progress_once(device_impl_t* dev)
       if (!first_error) first_error = std::current_exception();
     }
   }
-  refill_recvs(dev);
+  // (inline: the common poll finds every receive still posted)
+  if (dev->nrecvs_posted.load(std::memory_order_relaxed) <
+          static_cast<int64_t>(dev->attr.net_max_recvs) ||
+      dev->recv_starved.load(std::memory_order_relaxed))
+    refill_recvs(dev);
   if (first_error) std::rethrow_exception(first_error);
   if (n == 0)
     n = progress_starved(dev);

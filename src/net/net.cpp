@@ -1,5 +1,8 @@
 #include "net/net.hpp"
 
+#include <cstring>
+#include <vector>
+
 #include "net/hybrid/hybrid.hpp"
 #include "net/ofi/ofi.hpp"
 #include "net/shm/shm.hpp"
@@ -58,6 +61,22 @@ std::unique_ptr<context_t> alloc_context(const runtime_attr_t& attr,
   }
   util::throw_fatal("alloc_runtime: unknown network backend '", attr.backend,
                     "'");
+}
+
+error_t device_t::post_inject_gather(int rank, const void* head, size_t hlen,
+                                     const void* tail, size_t tlen)
+{
+  // the core injects at most 1 KiB (protocol.hpp kMaxInjectWire)
+  alignas(16) char tmp[1024];
+  std::vector<char> big;
+  char* out = tmp;
+  if (hlen + tlen > sizeof(tmp)) {
+    big.resize(hlen + tlen);
+    out = big.data();
+  }
+  if (hlen) std::memcpy(out, head, hlen);
+  if (tlen) std::memcpy(out + hlen, tail, tlen);
+  return post_inject(rank, out, hlen + tlen);
 }
 
 }  // namespace lci::net

@@ -107,6 +107,13 @@ class device_t
   // Send a small buffer; it is reusable on return and no completion is
   // generated. done, or retry_lock / retry_nomem.
   virtual error_t post_inject(int rank, const void* buf, size_t size) = 0;
+  // post_inject of the message `head` (hlen bytes) followed by `tail`
+  // (tlen bytes; the core's wire header and the user's payload), without
+  // the caller gathering them first. A backend that copies the message
+  // anyway (native shm: into its ring) takes both pieces at once; the
+  // default gathers them on the stack (net.cpp) and calls post_inject.
+  virtual error_t post_inject_gather(int rank, const void* head, size_t hlen,
+                                     const void* tail, size_t tlen);
   // Send a buffer; a send cqe with `ctx` arrives when it is reusable.
   // posted, or retry_lock / retry_nomem.
   virtual error_t post_send(int rank, const void* buf, size_t size,

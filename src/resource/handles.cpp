@@ -27,7 +27,8 @@ runtime_impl_t* resolve_runtime(runtime_t runtime, const char* call)
   return rt;
 }
 
-rt_dev_t resolve_device(runtime_t runtime, device_t device, const char* call)
+rt_dev_t resolve_device_slow(runtime_t runtime, device_t device,
+                             const char* call)
 {
   device_impl_t* dev = device.p_impl;
   if (!dev) {

@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.hpp"
+#include "core/globals.hpp"
 #include "lci.hpp"
 #include "net/net.hpp"
+#include "resource/device.hpp"
 #include "resource/mr.hpp"
 #include "util/id_table.hpp"
 #include "util/mpmc_array.hpp"
@@ -127,7 +129,22 @@ struct rt_dev_t {
   runtime_impl_t* rt;
   device_impl_t* dev;
 };
-rt_dev_t resolve_device(runtime_t runtime, device_t device, const char* call);
+// Inline: a device alone that this thread checked last (the live set's
+// per-thread cache, nothing freed since) costs a few loads and compares;
+// anything else takes resolve_device_slow, which checks everything.
+rt_dev_t resolve_device_slow(runtime_t runtime, device_t device,
+                             const char* call);
+inline rt_dev_t resolve_device(runtime_t runtime, device_t device,
+                               const char* call)
+{
+  device_impl_t* dev = device.p_impl;
+  util::live_set_t* devices = globals::devices_if_made();
+  if (__builtin_expect(dev != nullptr && runtime.p_impl == nullptr &&
+                           devices != nullptr && devices->cached(dev),
+                       1))
+    return {dev->runtime, dev};
+  return resolve_device_slow(runtime, device, call);
+}
 // A given packet pool, matching engine or registration; the empty handle
 // passes as nullptr.
 // (The empty handle, the common case, costs no call.)

@@ -21,9 +21,15 @@ namespace lci::util
 
 // After each poll of this thread: did it find work? spins: the runtime's
 // idle_spins attribute (0: never yield).
+// (initial-exec: a fixed offset from the thread pointer; the default model
+// in a shared library reaches it through __tls_get_addr on every poll)
 inline void idle_polled(size_t spins, bool did_work)
 {
+#if defined(__GNUC__) && !defined(__APPLE__)
+  thread_local size_t idle __attribute__((tls_model("initial-exec"))) = 0;
+#else
   thread_local size_t idle = 0;
+#endif
   if (did_work) {
     idle = 0;
   } else if (spins && ++idle >= spins) {

@@ -138,17 +138,34 @@ class live_set_t
 
   void check(const void* p, const char* call, const char* what) const
   {
-    live_cache_t::entry_t& c = live_cache_t::entries()[slot_];
-    const uint64_t epoch = epoch_.load(std::memory_order_acquire);
-    if (__builtin_expect(c.p == p && c.set == this && c.epoch == epoch, 1))
-      return;
+    if (__builtin_expect(cached(p), 1)) return;
+    check_slow(p, call, what, epoch_.load(std::memory_order_acquire));
+  }
+
+  // The per-thread cache alone: true when p is the handle this thread
+  // checked last in this set and nothing of the set was freed since (then
+  // p is live); false says nothing. No call, no side effect: for fast paths
+  // that fall back to their full checks.
+  bool cached(const void* p) const
+  {
+    const live_cache_t::entry_t& c = live_cache_t::entries()[slot_];
+    return c.p == p && c.set == this &&
+           c.epoch == epoch_.load(std::memory_order_acquire);
+  }
+
+  // check() when the cache does not answer: out of line, so that the
+  // cached case inlines to a few loads and compares.
+  // (epoch: read before the lookup)
+  [[gnu::noinline]] void check_slow(const void* p, const char* call,
+                                    const char* what, uint64_t epoch) const
+  {
     if (__builtin_expect(!contains(p), 0))
       throw_fatal(call, ": ", what, " ", p,
                   " is not allocated (already freed, or not from this "
                   "library?)");
     // the epoch read before the lookup: a free that ran in between makes
     // the next check look up again
-    c = {this, p, epoch};
+    live_cache_t::entries()[slot_] = {this, p, epoch};
   }
 
   size_t size() const

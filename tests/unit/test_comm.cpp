@@ -1,7 +1,9 @@
 // Point-to-point communication to self: post_send / post_recv / post_am /
 // post_comm over the inject and eager protocols, the status fields, the
 // done/posted/retry contract, tags and matching, remote completions.
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -1053,3 +1055,114 @@ TEST_F(LciTest, UserDefinedCompletionObject)
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------
+// post_comm's two entries (src/core/post.cpp): the lean one, which the
+// sugar takes when no optional argument but device, tag, remote_comp and
+// user_context is set (with direct paths for an eager send or active
+// message and a receive from a rank with a tag), and the generic one, which
+// .runtime() selects. The same posts through both must give the same
+// statuses and deliver the same bytes, each exactly once.
+
+namespace
+{
+// Either entry: `generic` adds .runtime(the global runtime), which the
+// lean entry does not take.
+template <typename Op>
+lci::status_t via(Op&& op, bool generic)
+{
+  if (generic) return op.runtime(lci::get_g_runtime())();
+  return op();
+}
+}  // namespace
+
+TEST_F(LciTest, LeanAndGenericEntriesAgree)
+{
+  const size_t sizes[] = {0, 8, lci::get_max_bcopy_size()};
+  lci::comp_t cq = lci::alloc_cq();
+  lci::comp_t target = lci::alloc_cq();
+  lci::rcomp_t rcomp = lci::register_rcomp(target);
+  lci::device_t dev = lci::get_default_device();
+  int sctx = 0, rctx = 0;
+  lci::tag_t tag = 100;
+  for (size_t size : sizes) {
+    std::vector<unsigned char> out(size + 1), in(size + 1);
+    for (int send_gen = 0; send_gen < 2; ++send_gen) {
+      for (int recv_gen = 0; recv_gen < 2; ++recv_gen) {
+        for (int recv_first = 0; recv_first < 2; ++recv_first) {
+          ++tag;
+          SCOPED_TRACE(::testing::Message()
+                       << "size " << size << " send "
+                       << (send_gen ? "generic" : "lean") << " recv "
+                       << (recv_gen ? "generic" : "lean")
+                       << (recv_first ? " recv first" : " send first"));
+          const int seed = static_cast<int>(tag);
+          fill_pattern(out.data(), size, seed);
+          std::fill(in.begin(), in.end(), 0);
+          auto recv = [&] {
+            return via(lci::post_recv_x(0, in.data(), size, tag, cq)
+                           .device(dev)
+                           .user_context(&rctx),
+                       recv_gen);
+          };
+          lci::status_t r;
+          if (recv_first) {
+            r = recv();
+            ASSERT_TRUE(r.is_posted()) << r.error.get_str();
+          }
+          lci::status_t s = lci_test::post_retry([&] {
+            return via(lci::post_send_x(0, out.data(), size, tag, cq)
+                           .device(dev)
+                           .user_context(&sctx),
+                       send_gen);
+          });
+          ASSERT_TRUE(s.is_done()) << s.error.get_str();
+          EXPECT_EQ(s.rank, 0);
+          EXPECT_EQ(s.tag, tag);
+          EXPECT_EQ(s.size, size);
+          EXPECT_EQ(s.buffer, out.data());
+          EXPECT_EQ(s.user_context, &sctx);
+          if (!recv_first) {
+            // the message is unexpected (or still in flight): done at once
+            // or posted, never lost
+            for (int i = 0; i < 100; ++i) lci::progress();
+            r = recv();
+          }
+          if (r.is_posted() || recv_first) r = pop_wait(cq);
+          expect_recv_status(r, in.data(), size, tag, &rctx);
+          EXPECT_EQ(first_pattern_mismatch(in.data(), size, seed), -1);
+          EXPECT_EQ(in[size], 0) << "a byte past the message was written";
+          EXPECT_TRUE(lci::cq_pop(cq).is_retry()) << "a second completion";
+        }
+      }
+      // an active message through either entry
+      ++tag;
+      fill_pattern(out.data(), size, static_cast<int>(tag));
+      lci::status_t s = lci_test::post_retry([&] {
+        return via(lci::post_am_x(0, out.data(), size, cq, rcomp)
+                       .device(dev)
+                       .tag(tag)
+                       .user_context(&sctx),
+                   send_gen);
+      });
+      ASSERT_TRUE(s.is_done()) << s.error.get_str();
+      EXPECT_EQ(s.user_context, &sctx);
+      lci::status_t t = pop_wait(target);
+      EXPECT_TRUE(t.is_done());
+      EXPECT_EQ(t.rank, 0);
+      EXPECT_EQ(t.tag, tag);
+      EXPECT_EQ(t.size, size);
+      EXPECT_EQ(t.user_context, nullptr);
+      if (size > 0) {
+        ASSERT_NE(t.buffer, nullptr);
+        EXPECT_EQ(first_pattern_mismatch(t.buffer, size, static_cast<int>(tag)),
+                  -1);
+      }
+      std::free(t.buffer);
+      EXPECT_TRUE(lci::cq_pop(target).is_retry()) << "a second delivery";
+    }
+  }
+  lci::deregister_rcomp(rcomp);
+  lci::free_comp(&target);
+  lci::free_comp(&cq);
+}

@@ -97,6 +97,13 @@ class hybrid_device_t final : public device_t
     return t.dev->post_inject(t.rank, buf, size);
   }
 
+  error_t post_inject_gather(int rank, const void* head, size_t hlen,
+                             const void* tail, size_t tlen) override
+  {
+    route_t t = route(rank);
+    return t.dev->post_inject_gather(t.rank, head, hlen, tail, tlen);
+  }
+
   error_t post_send(int rank, const void* buf, size_t size, void* ctx) override
   {
     route_t t = route(rank);

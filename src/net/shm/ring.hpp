@@ -139,7 +139,10 @@ class ring_producer_t
     s->type = type;
     s->aux = aux;
     unsigned char* p = s->payload;
-    if (alen) std::memcpy(p, a, alen);
+    if (alen == 16)  // the core's wire header: a fixed copy, inline
+      std::memcpy(p, a, 16);
+    else if (alen)
+      std::memcpy(p, a, alen);
     if (blen) std::memcpy(p + alen, b, blen);
     store_seq_cst(&s->stamp, tail_ + 1);
     tail_ += slots_for(len);

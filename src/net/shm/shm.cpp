@@ -348,6 +348,13 @@ class shm_device_t final : public device_t
     return push(rank, kMsg, buf, size, nullptr, 0, errorcode_t::done);
   }
 
+  // the header and the payload straight into the ring: one copy
+  error_t post_inject_gather(int rank, const void* head, size_t hlen,
+                             const void* tail, size_t tlen) override
+  {
+    return push(rank, kMsg, head, hlen, tail, tlen, errorcode_t::done);
+  }
+
   error_t post_send(int rank, const void* buf, size_t size, void* ctx) override
   {
     error_t e = push(rank, kMsg, buf, size, nullptr, 0, errorcode_t::posted);
@@ -685,31 +692,32 @@ class shm_device_t final : public device_t
   }
 
   // Drains the rings with messages: the doorbell's bits and pending_.
+  // (The words' hot and pending bits are kept in locals meanwhile: the
+  // copies into the scratch buffer may alias any member.)
   size_t drain(cqe_t* out, size_t max)
   {
     size_t n = 0;
-    for (size_t w = 0; w < lay_.nwords; ++w) {
+    const size_t nwords = lay_.nwords;
+    for (size_t w = 0; w < nwords; ++w) {
       uint64_t* bell = bell_word(w);
       // bits rung since the last poll: those rings become hot (their bits
       // stay set, so their senders skip the read-modify-write)
-      uint64_t v = __atomic_load_n(bell, __ATOMIC_RELAXED);
-      hot_[w] |= v;
-      uint64_t bits = hot_[w] | pending_[w];
-      pending_[w] = 0;
+      uint64_t hot = hot_[w] | __atomic_load_n(bell, __ATOMIC_RELAXED);
+      uint64_t bits = hot | pending_[w];
+      uint64_t pending = 0;
       while (bits) {
         int b = __builtin_ctzll(bits);
         bits &= bits - 1;
         const uint64_t bit = uint64_t(1) << b;
         int r = static_cast<int>(w * 64) + b;
         if (n >= max) {
-          if (!(hot_[w] & bit)) pending_[w] |= bit;
+          if (!(hot & bit)) pending |= bit;
           continue;
         }
         size_t before = n;
         bool empty = drain_ring(r, out, max, &n);
-        rx_[r].publish();
-        if (!(hot_[w] & bit)) {
-          if (!empty) pending_[w] |= bit;
+        if (!(hot & bit)) {
+          if (!empty) pending |= bit;
           continue;
         }
         if (n > before || !empty) {
@@ -718,12 +726,14 @@ class shm_device_t final : public device_t
           // cool down: clear the bit (seq_cst), look once more (the peek's
           // stamp load is seq_cst: the doorbell protocol at the top)
           idle_[r] = 0;
-          hot_[w] &= ~bit;
+          hot &= ~bit;
           __atomic_fetch_and(bell, ~bit, __ATOMIC_SEQ_CST);
           ring_consumer_t::msg_t m;
-          if (rx_[r].peek(&m)) pending_[w] |= bit;
+          if (rx_[r].peek(&m)) pending |= bit;
         }
       }
+      hot_[w] = hot;
+      pending_[w] = pending;
     }
     return n;
   }
@@ -733,19 +743,61 @@ class shm_device_t final : public device_t
     return reinterpret_cast<uint64_t*>(seg_ + lay_.off_bell + 64 * w);
   }
 
-  // Handles the messages of ring r while there is room for completions;
-  // true when the ring is (was seen) empty.
-  bool drain_ring(int r, cqe_t* out, size_t max, size_t* n)
+  // Handles the messages of ring r while there is room for completions,
+  // then publishes its head; true when the ring is (was seen) empty. The
+  // common message, one that goes in place into the scratch buffer, is
+  // handled here on local copies of the ring's consumer state and of the
+  // scratch position (registers: the copies into the scratch may alias
+  // any member); every other goes through handle_other, around which the
+  // locals are written back and reloaded.
+  bool drain_ring(int r, cqe_t* out, size_t max, size_t* pn)
   {
-    ring_consumer_t& c = rx_[r];
-    ring_consumer_t::msg_t m;
-    for (int budget = 64; budget > 0; --budget) {
-      if (*n >= max) return false;
-      if (!c.peek(&m)) return true;
-      if (!handle(r, m, out, n)) return false;  // no receive posted
+    ring_consumer_t c = rx_[r];
+    size_t n = *pn;
+    char* scratch = scratch_;
+    size_t left = scratch_left_;
+    bool parked = !overflow_.empty();
+    bool empty = false;
+    for (int budget = 64; budget > 0 && n < max; --budget) {
+      ring_consumer_t::msg_t m;
+      if (!c.peek(&m)) {
+        empty = true;
+        break;
+      }
+      const size_t room = (m.length + 15) & ~size_t(15);
+      if (__builtin_expect(m.type == kMsg && !parked && room <= left, 1)) {
+        // in place: into the poller's scratch (no receive buffer, no
+        // packet). One that fits its header slot (48 bytes) is copied as
+        // a fixed 48 bytes: the slot has them, and so has the scratch when
+        // 48 bytes are left (the copy past the length is never read).
+        constexpr size_t kInSlot = kSlot - kRingHeader;
+        if (m.length <= kInSlot && left >= kInSlot)
+          std::memcpy(scratch, m.payload, kInSlot);
+        else
+          std::memcpy(scratch, m.payload, m.length);
+        out[n++] = cqe_t{cqe_t::kind_t::message, scratch, m.length, 0, nullptr};
+        scratch += room;
+        left -= room;
+        c.pop(m);
+        continue;
+      }
+      rx_[r] = c;
+      scratch_ = scratch;
+      scratch_left_ = left;
+      const bool ok = handle_other(r, m, out, &n);
+      c = rx_[r];
+      scratch = scratch_;
+      left = scratch_left_;
+      parked = !overflow_.empty();
+      if (!ok) break;  // no receive posted
       c.pop(m);
     }
-    return false;
+    c.publish();
+    rx_[r] = c;
+    scratch_ = scratch;
+    scratch_left_ = left;
+    *pn = n;
+    return empty;
   }
 
   bool pop_recv(recv_t* rv)
@@ -782,22 +834,13 @@ class shm_device_t final : public device_t
     return n;
   }
 
-  // false: the message must stay (no receive buffer posted)
-  bool handle(int r, const ring_consumer_t::msg_t& m, cqe_t* out, size_t* n)
+  // A message that does not go in place (drain_ring has those): false when
+  // it must stay (no receive buffer posted).
+  [[gnu::noinline]] bool handle_other(int r, const ring_consumer_t::msg_t& m,
+                                      cqe_t* out, size_t* n)
   {
     switch (m.type) {
       case kMsg: {
-        // in place: into the poller's scratch (no receive buffer, no
-        // packet), unless parked messages must go first
-        const size_t room = (m.length + 15) & ~size_t(15);
-        if (room <= scratch_left_ && overflow_.empty()) {
-          std::memcpy(scratch_, m.payload, m.length);
-          out[(*n)++] =
-              cqe_t{cqe_t::kind_t::message, scratch_, m.length, 0, nullptr};
-          scratch_ += room;
-          scratch_left_ -= room;
-          return true;
-        }
         recv_t rv;
         if (overflow_.empty() && pop_recv(&rv)) {
           out[(*n)++] = deliver(rv, m.payload, m.length);
