@@ -70,21 +70,40 @@ class harness_t
     }
   }
 
-  void renew()
+  void close()
   {
-    delivered = 0;
     settle();
     lci::free_matching_engine_x(&extra_engine).runtime(rt)();
     lci::free_comp(&counter);
     lci::free_runtime(&rt);
+  }
+
+  void renew()
+  {
+    delivered = 0;
+    close();
     open();
   }
 };
 
+harness_t* g_harness = nullptr;
+
 harness_t& harness()
 {
-  static harness_t* h = new harness_t;
-  return *h;
+  if (!g_harness) {
+    g_harness = new harness_t;
+    // at exit (the corpus driver's return, libFuzzer's end of run), free
+    // the runtime: its endpoint's shared-memory region goes with it, where
+    // a runtime left alive at exit leaves it in /dev/shm
+    std::atexit([] {
+      try {
+        g_harness->close();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "fuzz_packet: at exit: %s\n", e.what());
+      }
+    });
+  }
+  return *g_harness;
 }
 
 // With LCI_FUZZ_STATS set, what happened to the inputs is printed at exit
