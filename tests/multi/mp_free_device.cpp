@@ -50,9 +50,9 @@ int main()
     lci::rcomp_t rcomp = lci::register_rcomp(cq);
     if (mp::g_rank == 0) {
       std::vector<unsigned char> buf(kSize);
+      lci::comp_t sync = lci::alloc_sync();  // reused: waited on each time
       for (int seq = 0; seq < kMsgs; ++seq) {
         for (size_t i = 0; i < kSize; ++i) buf[i] = pattern(seq, i);
-        lci::comp_t sync = lci::alloc_sync();
         for (;;) {
           lci::status_t s = lci::post_am_x(1, buf.data(), kSize, sync, rcomp)
                                 .device(b)
@@ -64,8 +64,8 @@ int main()
           }
           lci::progress_x().device(b)();  // retry
         }
-        lci::free_comp(&sync);
       }
+      lci::free_comp(&sync);
     } else {
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
       int got = 0;
