@@ -75,6 +75,13 @@ RESOURCES = [
              "native shm backend: RMA copies once with cross-memory attach "
              "(process_vm_writev/readv) when the kernel permits it (probed "
              "per peer); false copies twice through the rings"),
+        attr("bool", "shm_membarrier", True,
+             "native shm backend: senders write a message's stamp with a "
+             "plain store and a receiver that stops polling an idle ring "
+             "issues one membarrier(2) system call instead (both sides must "
+             "allow it; the kernel must offer MEMBARRIER_CMD_GLOBAL_EXPEDITED); "
+             "false: a locked store per message, no system call "
+             "(docs/ARCHITECTURE.md, Doorbell)"),
         attr("size_t", "shm_ring_size", 262144,
              "native shm backend: bytes of each inbound ring (one per "
              "sender rank and device; rounded up to a power of two that "

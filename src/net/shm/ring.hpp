@@ -7,11 +7,10 @@
 //
 //   bytes 0..7   stamp: the message's slot position + 1 (positions count
 //                slots since the ring was created and never wrap); written
-//                LAST by the producer, with a seq_cst store (release for
-//                the payload; seq_cst for the doorbell protocol of
-//                shm.cpp, whose proof needs the store in the single total
-//                order: on x86 it is the one locked instruction per
-//                message that a fence used to be)
+//                LAST by the producer, with a release store (for the
+//                payload) or, when the doorbell protocol needs it
+//                (publish_t::seq_cst, doorbell.hpp), a seq_cst store: on
+//                x86 a locked instruction per message
 //   bytes 8..11  payload length
 //   bytes 12..13 type (kPad: skip to the end of the array)
 //   bytes 14..15 aux (the user's)
@@ -56,6 +55,11 @@ constexpr size_t kRingHeader = 16;
 constexpr uint16_t kPad = 0xffff;
 constexpr uint64_t kPoison = ~uint64_t(0);
 
+// How a producer writes a message's stamp (the doorbell's two protocols,
+// doorbell.hpp): a seq_cst store, or a release store whose StoreLoad
+// barrier the consumer supplies with a membarrier when it cools the ring.
+enum class publish_t : uint8_t { seq_cst, release };
+
 struct alignas(64) slot_t {
   uint64_t stamp;
   uint32_t length;
@@ -98,10 +102,12 @@ class ring_producer_t
 {
  public:
   ring_producer_t() = default;
-  ring_producer_t(slot_t* slots, uint64_t nslots, ring_ctrl_t* ctrl)
-      : slots_(slots), nslots_(nslots), ctrl_(ctrl)
+  ring_producer_t(slot_t* slots, uint64_t nslots, ring_ctrl_t* ctrl,
+                  publish_t mode = publish_t::seq_cst)
+      : slots_(slots), nslots_(nslots), ctrl_(ctrl), mode_(mode)
   {
   }
+  publish_t mode() const { return mode_; }
   // the largest payload a message may carry (half the ring)
   size_t max_payload() const { return nslots_ / 2 * kSlot - kRingHeader; }
 
@@ -130,7 +136,7 @@ class ring_producer_t
       s->length = static_cast<uint32_t>((nslots_ - idx) * kSlot);
       s->type = kPad;
       s->aux = 0;
-      store_seq_cst(&s->stamp, tail_ + 1);
+      stamp(s);
       tail_ += nslots_ - idx;
       idx = 0;
     }
@@ -144,7 +150,7 @@ class ring_producer_t
     else if (alen)
       std::memcpy(p, a, alen);
     if (blen) std::memcpy(p + alen, b, blen);
-    store_seq_cst(&s->stamp, tail_ + 1);
+    stamp(s);
     tail_ += slots_for(len);
     return true;
   }
@@ -159,6 +165,15 @@ class ring_producer_t
   }
 
  private:
+  // the message at the tail is complete: its stamp, written last
+  void stamp(slot_t* s)
+  {
+    if (mode_ == publish_t::release)
+      store_release(&s->stamp, tail_ + 1);
+    else
+      store_seq_cst(&s->stamp, tail_ + 1);
+  }
+
   // slots a message of `len` bytes takes from the tail, padding included
   uint64_t needed(size_t len) const
   {
@@ -172,6 +187,7 @@ class ring_producer_t
   ring_ctrl_t* ctrl_ = nullptr;
   uint64_t tail_ = 0;
   uint64_t cached_head_ = 0;
+  publish_t mode_ = publish_t::seq_cst;
 };
 
 class ring_consumer_t

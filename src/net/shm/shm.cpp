@@ -16,34 +16,17 @@
 // mappers reach rank_n - 1) or when the device is destroyed; lcrun removes
 // the names of ranks killed by a signal.
 //
-// Doorbell protocol (no message is ever missed):
-//   sender:   push the message (its stamp: a seq_cst store, ring.hpp); load
-//             the doorbell word (seq_cst); if its bit is clear, fetch_or
-//             the bit.
-//   receiver: a set bit makes its ring "hot": the receiver leaves the bit
-//             set and peeks the ring at every poll (so a busy sender finds
-//             its bit set and does no read-modify-write: in steady state
-//             the doorbell line is only read). After kIdlePolls polls in a
-//             row that find the ring empty, the receiver cools it down:
-//             fetch_and clears the bit (seq_cst), then one more peek (its
-//             stamp load is seq_cst; a message found goes to pending_,
-//             drained at the next poll whatever the bits say).
-// Suppose the clearing X, and a message M whose stamp store W the
-// receiver's last peek (its stamp load L, after X) does not see; B is the
-// sender's doorbell load after W. X, L, W and B are seq_cst, so they lie in
-// one total order S that agrees with each thread's program order: X < L
-// and W < B. If W came before L in S, L would read W or a later stamp (a
-// seq_cst load reads the last seq_cst store before it in S, or a plain
-// store that does not happen before that one: the consumer's poisons of
-// the slot happen before W); so L < W, hence X < L < W < B, and B sees X or
-// a later value: the bit clear (then the sender sets it and a later poll
-// finds it) or set again by a later fetch_or (same). A pad before M has a
-// seq_cst stamp too, so the same holds when L reads the pad's slot. No
-// fence anywhere (ThreadSanitizer does not model fences; in one process,
-// e.g. a rank sending to itself from another thread, it checks this as
-// written). While a ring is hot it is peeked at every poll, so its
-// messages need no bell at all. Idle cost: one load per 64 cold senders
-// per poll, plus a peek per hot ring.
+// Doorbell (doorbell.hpp, with its proof that no message is ever missed): a
+// sender pushes, then sets its bit in the receiver's doorbell word unless it
+// is set; the receiver peeks the rings whose bits are set ("hot") at every
+// poll and leaves the bits set, so a busy sender only reads the word. After
+// kIdlePolls polls in a row that find a hot ring empty, the receiver cools
+// it down: doorbell_cool clears the bits of the word's cooling rings (and,
+// when some sender may publish with plain stores, issues the membarrier),
+// then one more peek of each; a message found goes to pending_, drained at
+// the next poll whatever the bits say. While a ring is hot its messages
+// need no bell at all. Idle cost: one load per 64 cold senders per poll,
+// plus a peek per hot ring.
 //
 // Devices pair by index across ranks, as with ofi. Locks: the consumer side
 // of a device (its rings, pending_) is one try-lock (poll_comp returns 0 when
@@ -67,6 +50,7 @@
 #include <string>
 #include <vector>
 
+#include "net/shm/doorbell.hpp"
 #include "net/shm/ring.hpp"
 #include "util/error.hpp"
 #include "util/spinlock.hpp"
@@ -76,7 +60,7 @@ namespace lci::net::shm
 namespace
 {
 
-constexpr uint64_t kMagic = 0x4c43492d73686d31ull;  // "LCI-shm1"
+constexpr uint64_t kMagic = 0x4c43492d73686d32ull;  // "LCI-shm2"
 // bytes of messages a device parks when no receive is posted
 constexpr size_t kOverflowMax = size_t(4) << 20;
 // polls in a row that find a hot ring empty before it cools down
@@ -116,7 +100,10 @@ struct seg_header_t {
   uint64_t owner_pid;
   uint64_t owner_va;    // where the owner mapped the segment
   uint64_t probe_word;  // a random value, read by the peers' CMA probe
-  unsigned char pad_[16];
+  // 1: the owner issues a membarrier when it cools rings down, so senders
+  // may publish with plain stores (doorbell.hpp)
+  uint64_t heavy_cool;
+  unsigned char pad_[8];
   alignas(64) uint64_t nmapped;  // peers that mapped the segment
 };
 
@@ -178,6 +165,9 @@ struct config_t {
   std::string node;  // net::node_id of this rank
   size_t ring_bytes;
   bool use_cma;
+  // shm_membarrier is on and this process is registered for the
+  // membarrier (doorbell.hpp)
+  bool membarrier;
 };
 
 // the producer side of the ring this rank owns in a peer's segment
@@ -254,6 +244,7 @@ class shm_device_t final : public device_t
     h->owner_va = reinterpret_cast<uintptr_t>(seg_);
     h->probe_word = nonce() ^ (reinterpret_cast<uintptr_t>(seg_) << 7) ^
                     counter.load() * 0x9E3779B97F4A7C15ull;
+    h->heavy_cool = cfg.membarrier ? 1 : 0;
     store_release(&h->magic, kMagic);
     const uint64_t nslots = cfg.ring_bytes / kSlot;
     rx_.resize(static_cast<size_t>(cfg.rank_n));
@@ -332,8 +323,11 @@ class shm_device_t final : public device_t
       }
       tx_ring_t& t = tx_[r];
       char* base = static_cast<char*>(p.base);
-      t.prod = ring_producer_t(ring_of(base, cfg_.rank_me), nslots,
-                               ctrl_of(base, cfg_.rank_me));
+      // plain-store stamps when both sides take part in the membarrier
+      t.prod = ring_producer_t(
+          ring_of(base, cfg_.rank_me), nslots, ctrl_of(base, cfg_.rank_me),
+          cfg_.membarrier && h->heavy_cool ? publish_t::release
+                                           : publish_t::seq_cst);
       t.bell = reinterpret_cast<uint64_t*>(base + lay_.off_bell +
                                            64 * (cfg_.rank_me / 64));
       t.bit = uint64_t(1) << (cfg_.rank_me % 64);
@@ -575,11 +569,10 @@ class shm_device_t final : public device_t
                         "; raise LCI_ATTR_SHM_RING_SIZE)");
   }
 
-  // after a push (whose stamp store is seq_cst): the doorbell protocol
-  void ring_bell(tx_ring_t& t)
+  // after a push: the doorbell protocol
+  static void ring_bell(tx_ring_t& t)
   {
-    if (!(__atomic_load_n(t.bell, __ATOMIC_SEQ_CST) & t.bit))
-      __atomic_fetch_or(t.bell, t.bit, __ATOMIC_RELEASE);
+    doorbell_ring(t.bell, t.bit, t.prod.mode());
   }
 
   error_t push(int rank, uint16_t type, const void* a, size_t alen,
@@ -705,6 +698,7 @@ class shm_device_t final : public device_t
       uint64_t hot = hot_[w] | __atomic_load_n(bell, __ATOMIC_RELAXED);
       uint64_t bits = hot | pending_[w];
       uint64_t pending = 0;
+      uint64_t cool = 0;  // hot rings idle for kIdlePolls polls
       while (bits) {
         int b = __builtin_ctzll(bits);
         bits &= bits - 1;
@@ -723,13 +717,19 @@ class shm_device_t final : public device_t
         if (n > before || !empty) {
           idle_[r] = 0;
         } else if (++idle_[r] >= kIdlePolls) {
-          // cool down: clear the bit (seq_cst), look once more (the peek's
-          // stamp load is seq_cst: the doorbell protocol at the top)
           idle_[r] = 0;
-          hot &= ~bit;
-          __atomic_fetch_and(bell, ~bit, __ATOMIC_SEQ_CST);
+          cool |= bit;
+        }
+      }
+      if (cool) {
+        // cool down: clear the bits (one system call for all of them when
+        // heavy), then look once more (doorbell.hpp)
+        hot &= ~cool;
+        doorbell_cool(bell, cool, cfg_.membarrier);
+        for (uint64_t c = cool; c; c &= c - 1) {
+          int r = static_cast<int>(w * 64) + __builtin_ctzll(c);
           ring_consumer_t::msg_t m;
-          if (rx_[r].peek(&m)) pending |= bit;
+          if (rx_[r].peek(&m)) pending |= c & -c;
         }
       }
       hot_[w] = hot;
@@ -944,6 +944,7 @@ class shm_context_t final : public context_t
     cfg_.rank_n = rank_n;
     cfg_.node = node;
     cfg_.use_cma = attr.shm_cma;
+    cfg_.membarrier = attr.shm_membarrier && asym_fence_register();
     // a power of two that holds two of the largest packets
     size_t want = std::max<size_t>(attr.shm_ring_size,
                                    2 * (attr.packet_size + 2 * kSlot));
