@@ -92,6 +92,19 @@ inline void store_seq_cst(uint64_t* p, uint64_t v)
   __atomic_store_n(p, v, __ATOMIC_SEQ_CST);
 }
 
+// The producer asks for the line kPrefetchAhead slots past its tail in
+// exclusive state after each push, so a stream of pushes finds its slots
+// already owned instead of stalling on each one's invalidation in turn.
+constexpr uint64_t kPrefetchAhead = 12;
+inline void prefetch_for_write(const void* p)
+{
+#if defined(__x86_64__)
+  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
+#else
+  __builtin_prefetch(p, 1, 3);
+#endif
+}
+
 // slots needed by a message of `len` payload bytes
 inline uint64_t slots_for(size_t len)
 {
@@ -152,6 +165,7 @@ class ring_producer_t
     if (blen) std::memcpy(p + alen, b, blen);
     stamp(s);
     tail_ += slots_for(len);
+    prefetch_for_write(&slots_[(tail_ + kPrefetchAhead) & (nslots_ - 1)]);
     return true;
   }
 
