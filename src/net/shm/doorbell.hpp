@@ -30,7 +30,7 @@
 //             this.
 //   release:  W is a plain release store, followed by a compiler barrier
 //             and B: nothing locked per message, so the producer never
-//             waits for the slot's cache line (window-64 rate: +17% here).
+//             waits for the slot's cache line (docs/PERFORMANCE.md).
 //             The receiver pays instead, once per cool-down: after X it
 //             calls membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED), which
 //             runs a full barrier on every running thread of every process
@@ -43,9 +43,9 @@
 //             before F, so does W, which is then visible to all before
 //             the membarrier returns, so L sees it. This is the asymmetric
 //             fence of RCU-like schemes; the cost is one system call (an
-//             IPI per busy core, about 1 us) per cool-down, after 1024
-//             empty polls of a hot ring, and a cool-down of several rings
-//             of a word shares one.
+//             interrupt of each other busy core) per cool-down, which
+//             shm.cpp makes rare (65,536 empty polls of a hot ring), and
+//             a cool-down of several rings of a word shares one.
 //
 // A receiver that can issue the membarrier says so in its segment header; a
 // sender uses release for that receiver when it also registered its own

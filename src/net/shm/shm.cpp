@@ -20,7 +20,7 @@
 // sender pushes, then sets its bit in the receiver's doorbell word unless it
 // is set; the receiver peeks the rings whose bits are set ("hot") at every
 // poll and leaves the bits set, so a busy sender only reads the word. After
-// kIdlePolls polls in a row that find a hot ring empty, the receiver cools
+// idle_polls_ polls in a row that find a hot ring empty, the receiver cools
 // it down: doorbell_cool clears the bits of the word's cooling rings (and,
 // when some sender may publish with plain stores, issues the membarrier),
 // then one more peek of each; a message found goes to pending_, drained at
@@ -63,8 +63,13 @@ namespace
 constexpr uint64_t kMagic = 0x4c43492d73686d32ull;  // "LCI-shm2"
 // bytes of messages a device parks when no receive is posted
 constexpr size_t kOverflowMax = size_t(4) << 20;
-// polls in a row that find a hot ring empty before it cools down
+// polls in a row that find a hot ring empty before it cools down; with
+// the membarrier (doorbell.hpp), whose interrupt stalls the other cores
+// (1 MiB bandwidth: -10% when rings cooled after 1024 empty polls), 64
+// times more: a hot idle ring costs a load per poll, a cool-down a system
+// call
 constexpr uint32_t kIdlePolls = 1024;
+constexpr uint32_t kIdlePollsHeavy = 64 * kIdlePolls;
 
 // message types in the rings
 enum : uint16_t {
@@ -698,7 +703,7 @@ class shm_device_t final : public device_t
       uint64_t hot = hot_[w] | __atomic_load_n(bell, __ATOMIC_RELAXED);
       uint64_t bits = hot | pending_[w];
       uint64_t pending = 0;
-      uint64_t cool = 0;  // hot rings idle for kIdlePolls polls
+      uint64_t cool = 0;  // hot rings idle for idle_polls_ polls
       while (bits) {
         int b = __builtin_ctzll(bits);
         bits &= bits - 1;
@@ -716,7 +721,7 @@ class shm_device_t final : public device_t
         }
         if (n > before || !empty) {
           idle_[r] = 0;
-        } else if (++idle_[r] >= kIdlePolls) {
+        } else if (++idle_[r] >= idle_polls_) {
           idle_[r] = 0;
           cool |= bit;
         }
@@ -916,6 +921,7 @@ class shm_device_t final : public device_t
   std::vector<uint64_t> pending_;  // rings left non-empty, not hot
   std::vector<uint64_t> hot_;      // rings polled directly, bits left set
   std::vector<uint32_t> idle_;     // a hot ring's polls in a row with nothing
+  const uint32_t idle_polls_ = cfg_.membarrier ? kIdlePollsHeavy : kIdlePolls;
   // messages that found no posted receive, oldest first (at most
   // kOverflowMax bytes; beyond, messages wait in their rings)
   std::deque<std::string> overflow_;
