@@ -85,13 +85,16 @@ inline bool asym_fence_register()
 
 // The heavy side: a full barrier on every running thread of every process
 // registered by asym_fence_register. Only called by a receiver whose
-// asym_fence_register returned true.
-inline void asym_fence_heavy()
+// asym_fence_register returned true; false if the kernel refused it after
+// all (then nothing is proven for plain-stamp senders).
+inline bool asym_fence_heavy()
 {
+  bool ok = false;
 #ifdef __NR_membarrier
-  (void)syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0);
+  ok = syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0;
 #endif
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  return ok;
 }
 
 // Sender, after a push with stamps of kind `mode`: sets `bit` in `word`
@@ -109,10 +112,13 @@ inline void doorbell_ring(uint64_t* word, uint64_t bit, publish_t mode)
 // Receiver: clears `bits` in `word` (rings it stops peeking at every poll);
 // after it, a peek of each of those rings finds every message whose sender
 // did not ring again. `heavy`: some sender may use publish_t::release.
-inline void doorbell_cool(uint64_t* word, uint64_t bits, bool heavy)
+// False when the membarrier failed: the receiver must then keep peeking
+// those rings at every poll (hot) whatever their bits say, and stop
+// cooling rings down, which stays correct (a hot ring needs no bell).
+inline bool doorbell_cool(uint64_t* word, uint64_t bits, bool heavy)
 {
   __atomic_fetch_and(word, ~bits, __ATOMIC_SEQ_CST);
-  if (heavy) asym_fence_heavy();
+  return !heavy || asym_fence_heavy();
 }
 
 }  // namespace lci::net::shm

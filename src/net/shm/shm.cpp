@@ -728,9 +728,13 @@ class shm_device_t final : public device_t
       }
       if (cool) {
         // cool down: clear the bits (one system call for all of them when
-        // heavy), then look once more (doorbell.hpp)
+        // heavy), then look once more (doorbell.hpp); if the membarrier
+        // fails, the rings stay hot and no ring cools down any more
+        if (!doorbell_cool(bell, cool, cfg_.membarrier)) {
+          idle_polls_ = UINT32_MAX;
+          cool = 0;
+        }
         hot &= ~cool;
-        doorbell_cool(bell, cool, cfg_.membarrier);
         for (uint64_t c = cool; c; c &= c - 1) {
           int r = static_cast<int>(w * 64) + __builtin_ctzll(c);
           ring_consumer_t::msg_t m;
@@ -921,7 +925,7 @@ class shm_device_t final : public device_t
   std::vector<uint64_t> pending_;  // rings left non-empty, not hot
   std::vector<uint64_t> hot_;      // rings polled directly, bits left set
   std::vector<uint32_t> idle_;     // a hot ring's polls in a row with nothing
-  const uint32_t idle_polls_ = cfg_.membarrier ? kIdlePollsHeavy : kIdlePolls;
+  uint32_t idle_polls_ = cfg_.membarrier ? kIdlePollsHeavy : kIdlePolls;
   // messages that found no posted receive, oldest first (at most
   // kOverflowMax bytes; beyond, messages wait in their rings)
   std::deque<std::string> overflow_;
