@@ -2,20 +2,21 @@
 // producer threads push into their own rings and ring one shared doorbell
 // word; a consumer thread follows the device's rules (shm.cpp, drain): it
 // peeks only rings whose bit is set or that it holds hot or pending, and
-// cools a hot ring down after a few empty polls (the device waits 1024,
-// or 65,536 with the membarrier), so cool-downs race with pushes all the
-// time. Each producer sends bursts
-// and waits until the consumer has taken every message of a burst before
-// the next one, after a random pause: a message the doorbell lost would
-// never be taken, and the producer, waiting for it, fails the test after a
-// few seconds instead of hanging. Checked in both protocols, seq_cst
-// stamps and plain (release) stamps with the consumer's membarrier, and
-// with one producer of each kind on the same word. The test has teeth:
-// plain stamps with a consumer that skips the membarrier (a protocol with
-// no StoreLoad barrier on either side) stalled in 2 of 5 runs here (4 of
-// 5 when the producers never yield, which starved the consumer on a
-// loaded machine: CI's debug stage timed out). Each run stops after 20 s
-// of bursts, so a loaded machine cannot push it past its timeout.
+// cools a hot ring down after 3 empty polls (the device waits 1024, or
+// 65,536 with the membarrier), so cool-downs race with pushes all the
+// time. Each producer sends bursts and waits until the consumer has taken
+// every message of a burst before the next one, after a random pause: a
+// message the doorbell lost would never be taken, and the producer,
+// waiting for it, fails the test after 5 seconds instead of hanging. Each
+// run stops after 20 s of bursts, so a loaded machine cannot push it past
+// its timeout. Checked in both protocols, seq_cst stamps and plain
+// (release) stamps with the consumer's membarrier, and with one producer
+// of each kind on the same word.
+//
+// The test has teeth: plain stamps with a consumer that skips the
+// membarrier (no StoreLoad barrier on either side) stalled in 2 of 5 runs
+// here (4 of 5 when the producers never yielded, which starved the
+// consumer on a loaded machine: CI's debug stage timed out).
 #include <gtest/gtest.h>
 
 #include <algorithm>
