@@ -15,6 +15,11 @@
 // its peer in a message when it is made, and the peer takes it before its
 // first put).
 //
+// Active-message buffers come from the library's default allocator
+// (malloc; the receiver frees them), or, with LCI_BENCH_AM_ALLOCATOR=pool,
+// from am_pool_t below through set_allocator: what a runtime that receives
+// many small active messages would install.
+//
 // Sizes above the eager limit need the rendezvous protocol; each size is
 // first tried on a message to this rank itself, and a size the library
 // refuses is skipped with the library's message (an error at or below
@@ -24,9 +29,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <lci.hpp>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,6 +54,69 @@ lci::status_t post_until_accepted(Op&& op, lci::device_t dev)
   }
 }
 
+// An allocator of active-message buffers (set_allocator): buffers of up to
+// kBlock bytes are recycled through a free list per thread (a buffer is
+// allocated by the thread that progresses and given back by the thread
+// that pops it, the same thread here), larger ones come from malloc. A
+// 16-byte header before each buffer says which.
+class am_pool_t final : public lci::allocator_base_t
+{
+ public:
+  static constexpr size_t kBlock = 256;
+  static constexpr size_t kHeader = 16;
+  static constexpr size_t kMaxFree = 4096;  // per thread
+
+  void* allocate(size_t size) override
+  {
+    std::vector<char*>& list = free_list();
+    char* p;
+    if (size <= kBlock && !list.empty()) {
+      p = list.back();
+      list.pop_back();
+    } else {
+      p = static_cast<char*>(
+          std::malloc(kHeader + (size <= kBlock ? kBlock : size)));
+      if (!p) return nullptr;
+      p[0] = size <= kBlock ? 1 : 0;
+    }
+    return p + kHeader;
+  }
+
+  void deallocate(void* ptr) override
+  {
+    if (!ptr) return;
+    char* p = static_cast<char*>(ptr) - kHeader;
+    std::vector<char*>& list = free_list();
+    if (p[0] == 1 && list.size() < kMaxFree)
+      list.push_back(p);
+    else
+      std::free(p);
+  }
+
+ private:
+  struct cache_t {
+    std::vector<char*> blocks;
+    ~cache_t()
+    {
+      for (char* p : blocks) std::free(p);
+    }
+  };
+  static std::vector<char*>& free_list()
+  {
+    static thread_local cache_t cache;
+    return cache.blocks;
+  }
+};
+
+// How the benchmark gives an active message's buffer back.
+inline void release_am_buffer(void* buf, lci::allocator_base_t* pool)
+{
+  if (pool)
+    pool->deallocate(buf);
+  else
+    std::free(buf);
+}
+
 class lci_transport_t
 {
  public:
@@ -57,7 +127,8 @@ class lci_transport_t
    public:
     channel_t(op_t op, lci::device_t dev, lci::device_t send_dev, int peer,
               lci::tag_t my_tag, lci::tag_t peer_tag, lci::comp_t am_cq,
-              lci::rcomp_t peer_rcomp, size_t max_size)
+              lci::rcomp_t peer_rcomp, size_t max_size,
+              lci::allocator_base_t* am_pool)
         : op_(op),
           dev_(dev),
           send_dev_(send_dev),
@@ -66,6 +137,7 @@ class lci_transport_t
           peer_tag_(peer_tag),
           am_cq_(am_cq),
           peer_rcomp_(peer_rcomp),
+          am_pool_(am_pool),
           sbuf_(max_size, 's'),
           rbuf_(max_size, 'r')
     {
@@ -119,7 +191,8 @@ class lci_transport_t
             progress();
             continue;
           }
-          std::free(s.buffer);  // the receiver owns an active message
+          // the receiver owns an active message
+          release_am_buffer(s.buffer, am_pool_);
           ++got;
         }
         return;
@@ -207,6 +280,7 @@ class lci_transport_t
     lci::tag_t my_tag_, peer_tag_;
     lci::comp_t am_cq_;
     lci::rcomp_t peer_rcomp_;
+    lci::allocator_base_t* am_pool_;  // null: the default allocator
     std::vector<char> sbuf_, rbuf_;
     lci::comp_t send_cq_, recv_cq_, recv_sync_;
     bool use_sync_ = true;
@@ -253,6 +327,16 @@ class lci_transport_t
     // dedicated: each thread's device has its own packet pool as well, the
     // replicated setup the library recommends (nothing shared but the
     // runtime); LCI_BENCH_SHARED_POOL=1 keeps the runtime's default pool
+    const char* ap = std::getenv("LCI_BENCH_AM_ALLOCATOR");
+    if (ap && std::string(ap) == "pool") {
+      lci::set_allocator(&am_pool_);
+      use_am_pool_ = true;
+      if (rank_ == 0)
+        std::printf("# active-message buffers: am_pool_t (set_allocator)\n");
+    } else if (ap && *ap && std::string(ap) != "default") {
+      throw std::runtime_error(std::string("LCI_BENCH_AM_ALLOCATOR=") + ap +
+                               ": expected pool or default");
+    }
     const char* sp = std::getenv("LCI_BENCH_SHARED_POOL");
     const bool own_pools = !busy() && !(sp && std::string(sp) == "1");
     for (int i = 0; i < ndev; ++i) {
@@ -285,7 +369,7 @@ class lci_transport_t
         signalled ? rcomps_[l.peer_thread] : lci::RCOMP_NULL;
     return std::unique_ptr<channel_t>(
         new channel_t(op_, dev, send_dev, l.peer_rank, l.thread, l.peer_thread,
-                      am_cq, peer_rcomp, max_size));
+                      am_cq, peer_rcomp, max_size, am_pool()));
   }
 
   // Sends one message of `size` bytes to this rank itself and receives it;
@@ -325,7 +409,7 @@ class lci_transport_t
       lci::status_t r;
       while ((r = lci::cq_pop(probe_am_cq_)).is_retry())
         lci::progress_x().device(dev)();
-      if (op_ == op_t::am) std::free(r.buffer);
+      if (op_ == op_t::am) release_am_buffer(r.buffer, am_pool());
     } else {
       lci::post_recv_x(rank_, rbuf.data(), size, tag, lci::COMP_NULL)
           .device(dev)();
@@ -391,6 +475,10 @@ class lci_transport_t
   static constexpr lci::tag_t kProbeTag = 0x5052'4f42'45ull;  // "PROBE"
 
   bool busy() const { return busy_owner_us_ >= 0; }
+  lci::allocator_base_t* am_pool()
+  {
+    return use_am_pool_ ? &am_pool_ : nullptr;
+  }
 
   // busy owner: both sides send on device `rank`, which lands on the peer's
   // device `rank`, the one the peer's owner thread progresses
@@ -412,6 +500,8 @@ class lci_transport_t
   std::vector<lci::rcomp_t> rcomps_;
   std::thread owner_;
   std::atomic<bool> stop_owner_{false};
+  am_pool_t am_pool_;  // outlives g_runtime_fina (the destructor's body)
+  bool use_am_pool_ = false;
 };
 
 }  // namespace bench

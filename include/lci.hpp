@@ -276,6 +276,21 @@ struct rmr_t {
 };
 const rmr_t RMR_NULL = rmr_t();
 
+// Where the buffers of arriving active messages come from (set_allocator,
+// get_allocator). allocate(size) returns a buffer of at least `size` bytes,
+// or nullptr when it cannot (the message is then reported as a fatal error
+// by progress); the receiver of an active message owns its buffer and gives
+// it back with deallocate. Both run inside progress, on any thread that
+// progresses the device, so an allocator shared by several such threads
+// must be thread-safe. The default allocator is std::malloc / std::free.
+class allocator_base_t
+{
+ public:
+  virtual ~allocator_base_t() = default;
+  virtual void* allocate(size_t size) = 0;
+  virtual void deallocate(void* ptr) = 0;
+};
+
 // An optional attribute value of an allocating call (set or not).
 template <typename T>
 class option_t

@@ -215,6 +215,14 @@ OPS = [
     op("free_packet_pool", "void", [pos("packet_pool_t*", "packet_pool"),
                                      RT]),
     op("get_default_packet_pool", "packet_pool_t", [RT]),
+    op("set_allocator", "void", [pos("allocator_base_t*", "allocator"), RT],
+       doc="allocate the buffers of active messages that arrive from now on "
+       "with `allocator` (nullptr: the default, std::malloc; the receiver "
+       "frees a buffer with the allocator that made it). The allocator must "
+       "outlive the runtime's communication; set it before communicating"),
+    op("get_allocator", "allocator_base_t*", [RT],
+       doc="the allocator of active-message buffers in force (never null: "
+       "the default one, std::malloc and std::free, when none was set)"),
     op("get_upacket", "void*",
        [RT, opt("packet_pool_t", "packet_pool", "packet_pool_t()")],
        doc="a packet's payload buffer (get_max_bcopy_size bytes) for the "

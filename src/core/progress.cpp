@@ -108,7 +108,8 @@ void deliver_am(runtime_impl_t* rt, const msg_header_t& hdr,
   void* buf = nullptr;
   // a counter only counts: nobody would free a copy of the payload
   if (size > 0 && !is_counter(comp)) {
-    buf = std::malloc(size);
+    allocator_base_t* a = rt->allocator.load(std::memory_order_acquire);
+    buf = a ? a->allocate(size) : std::malloc(size);
     if (!buf) {
       if (pkt) packet_pool_impl_t::put(pkt);
       util::throw_fatal("progress: cannot allocate ", size,

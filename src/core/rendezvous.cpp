@@ -24,7 +24,8 @@ class rdv_ctx_t final : public transfer_op_t
 {
  public:
   bool sender;
-  bool am;  // receiver of an active message: buffer is ours (malloc)
+  bool am;  // receiver of an active message: buffer is ours (am_alloc's)
+  allocator_base_t* am_alloc = nullptr;  // set when am
   rdv_protocol_t protocol;
   uint32_t id = 0;
   uint32_t peer_ctx = 0;  // the other side's context id
@@ -47,7 +48,7 @@ class rdv_ctx_t final : public transfer_op_t
 
   ~rdv_ctx_t() override
   {
-    if (peer_failed && am) std::free(buffer);
+    if (peer_failed && am) am_alloc->deallocate(buffer);
   }
   void transfer_done(const net::cqe_t& cqe) override;
   // Takes the context out of the id table: true for exactly one of the
@@ -100,10 +101,11 @@ msg_header_t control_header(runtime_impl_t* rt, msg_type_t type, tag_t tag)
 }
 
 // Receiver: register or read, answer the sender. `buffer` receives
-// rts.size bytes.
+// rts.size bytes; an active message's buffer comes from `am_alloc` (null
+// for a receive's buffer, the user's).
 void start_recv(device_impl_t* dev, const msg_header_t& hdr, const rts_t& rts,
                 char* buffer, comp_impl_t* comp, void* user_context,
-                mr_t user_mr, bool am)
+                mr_t user_mr, allocator_base_t* am_alloc)
 {
   runtime_impl_t* rt = dev->runtime;
   if (rts.protocol < static_cast<uint32_t>(rdv_protocol_t::write) ||
@@ -113,7 +115,8 @@ void start_recv(device_impl_t* dev, const msg_header_t& hdr, const rts_t& rts,
                       " names unknown protocol ", rts.protocol);
   auto ctx = std::make_unique<rdv_ctx_t>();
   ctx->sender = false;
-  ctx->am = am;
+  ctx->am = am_alloc != nullptr;
+  ctx->am_alloc = am_alloc;
   ctx->protocol = static_cast<rdv_protocol_t>(rts.protocol);
   ctx->peer_ctx = static_cast<uint32_t>(rts.send_ctx);
   ctx->rt = rt;
@@ -206,7 +209,7 @@ void rdv_ctx_t::fail(const char* why)
   const int p = peer;
   const size_t n = size;
   const char* proto = protocol_name(protocol);
-  if (am) std::free(buffer);
+  if (am) am_alloc->deallocate(buffer);
   release();
   delete this;
   util::throw_fatal("progress: the rendezvous (", proto, ") ",
@@ -325,7 +328,7 @@ status_t start_rdv_recv(const recv_t* recv, packet_t* pkt)
                       "-byte receive buffer");
   }
   start_recv(dev, hdr, rts, static_cast<char*>(recv->buffer), recv->comp,
-             recv->user_context, recv->mr, false);
+             recv->user_context, recv->mr, nullptr);
   return status_t(errorcode_t::posted);
 }
 
@@ -344,14 +347,15 @@ void handle_rts_am(device_impl_t* dev, const msg_header_t& hdr,
                       " targets remote completion ", hdr.aux(),
                       ", which is not registered here");
   }
-  char* buf = static_cast<char*>(std::malloc(rts.size));
+  allocator_base_t* alloc = am_allocator(dev->runtime);
+  char* buf = static_cast<char*>(alloc->allocate(rts.size));
   if (!buf)
     util::throw_fatal("progress: cannot allocate ", rts.size,
                       " bytes for an active message");
   try {
-    start_recv(dev, hdr, rts, buf, comp, nullptr, mr_t(), true);
+    start_recv(dev, hdr, rts, buf, comp, nullptr, mr_t(), alloc);
   } catch (...) {
-    std::free(buf);
+    alloc->deallocate(buf);
     throw;
   }
 }

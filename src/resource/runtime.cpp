@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -236,6 +237,35 @@ int get_rank_me_x::call_impl(runtime_t runtime)
 int get_rank_n_x::call_impl(runtime_t runtime)
 {
   return resolve_runtime(runtime, "get_rank_n")->rank_n;
+}
+
+namespace
+{
+class malloc_allocator_t final : public allocator_base_t
+{
+ public:
+  void* allocate(size_t size) override { return std::malloc(size); }
+  void deallocate(void* ptr) override { std::free(ptr); }
+};
+}  // namespace
+
+allocator_base_t* default_allocator()
+{
+  static malloc_allocator_t a;
+  return &a;
+}
+
+void set_allocator_x::call_impl(allocator_base_t* allocator, runtime_t runtime)
+{
+  runtime_impl_t* rt = resolve_runtime(runtime, "set_allocator");
+  // the default object is kept as null: the eager path calls malloc itself
+  if (allocator == default_allocator()) allocator = nullptr;
+  rt->allocator.store(allocator, std::memory_order_release);
+}
+
+allocator_base_t* get_allocator_x::call_impl(runtime_t runtime)
+{
+  return am_allocator(resolve_runtime(runtime, "get_allocator"));
 }
 
 rcomp_t register_rcomp_x::call_impl(comp_t comp, runtime_t runtime)

@@ -97,6 +97,9 @@ class runtime_impl_t
   // default_me, so its index agrees on every rank)
   matching_engine_impl_t* coll_me = nullptr;
   device_impl_t* default_device = nullptr;
+  // where active-message buffers come from (set_allocator); null: the
+  // default allocator, malloc and free, called directly
+  std::atomic<allocator_base_t*> allocator{nullptr};
 
   // remote completions by rcomp_t; matching engines by their index
   util::mpmc_array_t<comp_impl_t*> rcomps;
@@ -111,6 +114,17 @@ class runtime_impl_t
   util::mpmc_array_t<device_impl_t*> devices;
   alignas(64) std::atomic<int> attentive_pollers{0};
 };
+
+// The default allocator of active-message buffers: std::malloc and
+// std::free (what get_allocator returns while none is set).
+allocator_base_t* default_allocator();
+
+// The allocator in force for an active message arriving now (never null).
+inline allocator_base_t* am_allocator(runtime_impl_t* rt)
+{
+  allocator_base_t* a = rt->allocator.load(std::memory_order_acquire);
+  return a ? a : default_allocator();
+}
 
 // The runtime a call uses: the given one, else the global one; throws when
 // there is none, or when the given one is not live (freed: a use after

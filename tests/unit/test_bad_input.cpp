@@ -434,6 +434,10 @@ TEST_F(LciTest, Resources)
   }
   add("get_default_packet_pool", "foreign", "get_default_packet_pool", F,
       [=] { lci::get_default_packet_pool_x().runtime(foreign_rt)(); });
+  add("set_allocator", "foreign", "set_allocator", F,
+      [=] { lci::set_allocator_x(nullptr).runtime(foreign_rt)(); });
+  add("get_allocator", "foreign", "get_allocator", F,
+      [=] { lci::get_allocator_x().runtime(foreign_rt)(); });
   add("get_upacket", "foreign", "get_upacket", F,
       [=] { lci::get_upacket_x().packet_pool(foreign_pool)(); });
   add("get_max_bcopy_size", "foreign", "get_max_bcopy_size", F,
@@ -868,6 +872,10 @@ TEST_F(LciTest, UseAfterFinalize)
   });
   add("get_default_packet_pool", "get_default_packet_pool", "no runtime",
       [] { lci::get_default_packet_pool(); });
+  add("set_allocator", "set_allocator", "no runtime",
+      [] { lci::set_allocator(nullptr); });
+  add("get_allocator", "get_allocator", RT,
+      [&] { lci::get_allocator_x().runtime(old_rt)(); });
   add("get_upacket", "get_upacket", "no runtime", [] { lci::get_upacket(); });
   add("get_upacket", "get_upacket", "not allocated",
       [&] { lci::get_upacket_x().packet_pool(old_pool)(); });

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "lci_test_common.hpp"
@@ -936,6 +937,125 @@ TEST_F(LciTest, ActiveMessagesToSynchronizer)
   EXPECT_FALSE(lci::sync_test(sync, nullptr)) << "not re-armed";
   lci::deregister_rcomp(rc);
   lci::free_comp(&sync);
+}
+
+// An allocator that hands out malloc'ed buffers and remembers them, so the
+// test can tell its buffers from the default allocator's; `fail` makes
+// allocate return nullptr.
+class tracking_allocator_t : public lci::allocator_base_t
+{
+ public:
+  void* allocate(size_t size) override
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++allocs;
+    if (fail) return nullptr;
+    void* p = std::malloc(size);
+    live_.insert(p);
+    return p;
+  }
+  void deallocate(void* ptr) override
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++deallocs;
+    EXPECT_EQ(live_.erase(ptr), 1u) << "not one of this allocator's buffers";
+    std::free(ptr);
+  }
+  bool owns(void* p)
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    return live_.count(p) == 1;
+  }
+  size_t live()
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    return live_.size();
+  }
+  int allocs = 0;
+  int deallocs = 0;
+  bool fail = false;
+
+ private:
+  std::mutex mu_;
+  std::set<void*> live_;
+};
+
+// set_allocator / get_allocator: the buffers of arriving active messages,
+// eager and rendezvous, come from the allocator in force; nullptr restores
+// the default (malloc), which get_allocator then returns.
+TEST_F(LciTest, ActiveMessageBuffersComeFromTheAllocator)
+{
+  lci::allocator_base_t* dflt = lci::get_allocator();
+  ASSERT_NE(dflt, nullptr);
+  void* probe = dflt->allocate(16);
+  ASSERT_NE(probe, nullptr);
+  dflt->deallocate(probe);
+
+  tracking_allocator_t mine;
+  lci::set_allocator(&mine);
+  EXPECT_EQ(lci::get_allocator(), &mine);
+  lci::comp_t cq = lci::alloc_cq();
+  lci::rcomp_t rc = lci::register_rcomp(cq);
+  const std::vector<size_t> sizes = {8, lci::get_max_bcopy_size(),
+                                     lci::get_max_bcopy_size() + 1,
+                                     size_t(1) << 20, 0};
+  auto send = [&](size_t size, lci::tag_t tag) {
+    std::vector<unsigned char> out(size);
+    fill_pattern(out.data(), out.size(), static_cast<int>(tag));
+    lci::status_t s = lci_test::post_retry([&] {
+      return lci::post_am_x(0, out.data(), size, lci::COMP_NULL, rc).tag(tag)();
+    });
+    ASSERT_TRUE(s.is_done());
+  };
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    send(sizes[i], i);
+    lci::status_t st = pop_wait(cq);
+    ASSERT_TRUE(st.is_done());
+    ASSERT_EQ(st.tag, i);
+    ASSERT_EQ(st.size, sizes[i]);
+    if (sizes[i] == 0) {
+      EXPECT_EQ(st.buffer, nullptr);  // nothing to allocate
+      continue;
+    }
+    EXPECT_TRUE(mine.owns(st.buffer)) << "size " << sizes[i];
+    EXPECT_EQ(first_pattern_mismatch(st.buffer, st.size, static_cast<int>(i)),
+              -1);
+    lci::get_allocator()->deallocate(st.buffer);
+  }
+  EXPECT_EQ(mine.allocs, 4);
+  EXPECT_EQ(mine.deallocs, 4);
+  EXPECT_EQ(mine.live(), 0u);
+
+  // an allocator out of memory: progress reports it, the message is dropped
+  mine.fail = true;
+  send(8, 77);
+  std::string msg;
+  auto deadline = std::chrono::steady_clock::now() + lci_test::kWaitLimit;
+  while (msg.empty() && std::chrono::steady_clock::now() < deadline) {
+    try {
+      lci::progress();
+    } catch (const lci::fatal_error& e) {
+      msg = e.what();
+    }
+  }
+  EXPECT_THAT(msg, HasSubstr("cannot allocate 8 bytes"));
+  EXPECT_TRUE(lci::cq_pop(cq).is_retry());
+  mine.fail = false;
+
+  // back to the default: get_allocator is no longer ours, buffers are malloc's
+  lci::set_allocator(nullptr);
+  EXPECT_EQ(lci::get_allocator(), dflt);
+  send(8, 5);
+  lci::status_t st = pop_wait(cq);
+  ASSERT_TRUE(st.is_done());
+  EXPECT_FALSE(mine.owns(st.buffer));
+  EXPECT_EQ(mine.allocs, 5);
+  std::free(st.buffer);
+  // handing the default back is the same as nullptr
+  lci::set_allocator(dflt);
+  EXPECT_EQ(lci::get_allocator(), dflt);
+  lci::deregister_rcomp(rc);
+  lci::free_comp(&cq);
 }
 
 TEST_F(LciTest, RemoteCompHandlesAreDistinct)
