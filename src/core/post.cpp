@@ -140,15 +140,24 @@ namespace
 // Sends with the inject protocol (a copy on the stack, no completion) or the
 // eager one (a copy into a packet, returned to its pool when the network is
 // done with it). Either way the user buffer is free on return: done.
-status_t post_out(const post_args_t& a)
+// The wire header of an eager send or active message.
+inline msg_header_t out_header(runtime_impl_t* rt, tag_t tag, rcomp_t rcomp,
+                               matching_policy_t policy,
+                               matching_engine_impl_t* me)
 {
   msg_header_t hdr;
-  hdr.tag = a.tag;
-  hdr.rank = a.rt->rank_me;
-  if (a.rcomp != RCOMP_NULL)
-    hdr.meta = msg_header_t::make_meta(msg_type_t::am, a.policy, a.rcomp);
+  hdr.tag = tag;
+  hdr.rank = rt->rank_me;
+  if (rcomp != RCOMP_NULL)
+    hdr.meta = msg_header_t::make_meta(msg_type_t::am, policy, rcomp);
   else
-    hdr.meta = msg_header_t::make_meta(msg_type_t::send, a.policy, a.me->index);
+    hdr.meta = msg_header_t::make_meta(msg_type_t::send, policy, me->index);
+  return hdr;
+}
+
+status_t post_out(const post_args_t& a)
+{
+  msg_header_t hdr = out_header(a.rt, a.tag, a.rcomp, a.policy, a.me);
   const size_t wire = sizeof(hdr) + a.size;
   const bool network = a.semantic == comp_semantic_t::network;
 
@@ -690,9 +699,6 @@ status_t post_comm_x::call_lean(direction_t direction, int rank,
                                 rcomp_t remote_comp, void* user_context)
 {
   rt_dev_t rd = resolve_device(runtime_t(), device, "post_comm");
-  post_args_t a;
-  lean_args(&a, rd, rank, local_buffer, size, local_comp, tag, remote_comp,
-            user_context);
   runtime_impl_t* rt = rd.rt;
   device_impl_t* dev = rd.dev;
   const bool common = rank >= 0 && rank < rt->rank_n &&
@@ -702,23 +708,47 @@ status_t post_comm_x::call_lean(direction_t direction, int rank,
                       tag <= rt->attr.max_tag && local_comp.p_impl != nullptr &&
                       local_comp != COMP_NULL_RETRY;
   if (direction == direction_t::OUT) {
+    matching_engine_impl_t* me = rt->default_me;
     if (__builtin_expect(
-            common && size <= eager_limit(a.pool, dev) &&
+            common && size <= eager_limit(dev->pool, dev) &&
                 (remote_comp == RCOMP_NULL
-                     ? a.me != nullptr
+                     ? me != nullptr
                      : remote_comp <= msg_header_t::kAuxMax) &&
                 !(local_buffer &&
                   (dev->pool->upacket_of(local_buffer) ||
-                   (rt->default_pool &&
+                   (rt->default_pool && rt->default_pool != dev->pool &&
                     rt->default_pool->upacket_of(local_buffer)))) &&
                 dev->backlog.empty(),
-            1))
+            1)) {
+      // post_out's inject case, without its arguments in memory
+      if (sizeof(msg_header_t) + size <= rt->max_inject_wire) {
+        const msg_header_t hdr =
+            out_header(rt, tag, remote_comp, matching_policy_t::rank_tag, me);
+        error_t e = dev->net->post_inject_gather(rank, &hdr, sizeof(hdr),
+                                                 local_buffer, size);
+        if (e.is_retry()) return status_t(e.errorcode);
+        status_t s(errorcode_t::done);
+        s.rank = rank;
+        s.buffer = local_buffer;
+        s.size = size;
+        s.tag = tag;
+        s.user_context = user_context;
+        return s;
+      }
+      post_args_t a;
+      lean_args(&a, rd, rank, local_buffer, size, local_comp, tag, remote_comp,
+                user_context);
       return post_out(a);
-  } else if (__builtin_expect(common && remote_comp == RCOMP_NULL &&
-                                  tag != ANY_TAG && a.me != nullptr,
-                              1)) {
-    return post_in(a, local_comp.p_impl);
+    }
   }
+  post_args_t a;
+  lean_args(&a, rd, rank, local_buffer, size, local_comp, tag, remote_comp,
+            user_context);
+  if (direction == direction_t::IN &&
+      __builtin_expect(common && remote_comp == RCOMP_NULL && tag != ANY_TAG &&
+                           a.me != nullptr,
+                       1))
+    return post_in(a, local_comp.p_impl);
   return post_lean_checked(a, direction, local_comp);
 }
 

@@ -580,8 +580,9 @@ class shm_device_t final : public device_t
     doorbell_ring(t.bell, t.bit, t.prod.mode());
   }
 
-  error_t push(int rank, uint16_t type, const void* a, size_t alen,
-               const void* b, size_t blen, errorcode_t ok)
+  [[gnu::always_inline]] error_t push(int rank, uint16_t type, const void* a,
+                                      size_t alen, const void* b, size_t blen,
+                                      errorcode_t ok)
   {
     check_size(alen + blen);
     tx_ring_t& t = tx_[rank];
