@@ -122,6 +122,19 @@ constexpr uint64_t kMaxRdvSize = uint64_t(1) << 48;
 const char* check_message(const void* data, size_t len, int rank_n,
                           msg_header_t* hdr);
 
+// check_message's verdict on the common header, inline: true when `h` is an
+// eager send or active message (payload of any size) that check_message
+// accepts; false says nothing (ask check_message).
+inline bool is_good_data_header(const msg_header_t& h, int rank_n)
+{
+  const uint32_t type = h.meta & 0xf;
+  return (type == static_cast<uint32_t>(msg_type_t::send) ||
+          type == static_cast<uint32_t>(msg_type_t::am)) &&
+         ((h.meta >> 4) & 0xf) <=
+             static_cast<uint32_t>(matching_policy_t::rank_tag) &&
+         h.rank >= 0 && h.rank < rank_n;
+}
+
 }  // namespace lci
 
 #endif  // LCI_CORE_PROTOCOL_HPP

@@ -50,8 +50,12 @@
 #include <cpuid.h>
 #endif
 
+#include "util/copy.hpp"
+
 namespace lci::net::shm
 {
+
+using util::copy_small;
 
 constexpr size_t kSlot = 64;
 constexpr size_t kRingHeader = 16;
@@ -120,34 +124,6 @@ inline void prefetch_for_write(const void* p, bool prefetchw)
 #endif
   (void)prefetchw;
   __builtin_prefetch(p, 1, 3);
-}
-
-// Copies n <= 32 bytes without a call: two overlapping moves of the
-// largest power of two not above n (never a byte outside [src, src + n)).
-inline void copy_small(unsigned char* dst, const void* src, size_t n)
-{
-  const auto* s = static_cast<const unsigned char*>(src);
-  if (n >= 16) {
-    unsigned char x[16], y[16];
-    std::memcpy(x, s, 16);
-    std::memcpy(y, s + n - 16, 16);
-    std::memcpy(dst, x, 16);
-    std::memcpy(dst + n - 16, y, 16);
-  } else if (n >= 8) {
-    uint64_t x, y;
-    std::memcpy(&x, s, 8);
-    std::memcpy(&y, s + n - 8, 8);
-    std::memcpy(dst, &x, 8);
-    std::memcpy(dst + n - 8, &y, 8);
-  } else if (n >= 4) {
-    uint32_t x, y;
-    std::memcpy(&x, s, 4);
-    std::memcpy(&y, s + n - 4, 4);
-    std::memcpy(dst, &x, 4);
-    std::memcpy(dst + n - 4, &y, 4);
-  } else {
-    for (size_t i = 0; i < n; ++i) dst[i] = s[i];
-  }
 }
 
 // slots needed by a message of `len` payload bytes
