@@ -321,18 +321,21 @@ void deliver_message(device_impl_t* dev, packet_t* pkt, size_t len)
 
 void deliver_in_place(device_impl_t* dev, const char* data, size_t len)
 {
-  // the common message, an eager active message that passes check_message,
-  // from a live peer: delivered here (deliver_bytes takes every other)
+  // the common messages, an eager send or active message that passes
+  // check_message, from a live peer: delivered here (deliver_bytes takes
+  // every other)
   runtime_impl_t* rt = dev->runtime;
   msg_header_t hdr;
   if (__builtin_expect(len >= sizeof(hdr), 1)) {
     std::memcpy(&hdr, data, sizeof(hdr));
-    if (__builtin_expect(hdr.type() == msg_type_t::am &&
-                             is_good_data_header(hdr, rt->rank_n) &&
+    if (__builtin_expect(is_good_data_header(hdr, rt->rank_n) &&
                              !peer_is_failed(rt, hdr.rank),
-                         1))
-      return deliver_am(rt, hdr, data + sizeof(hdr), len - sizeof(hdr),
-                        nullptr);
+                         1)) {
+      if (hdr.type() == msg_type_t::am)
+        return deliver_am(rt, hdr, data + sizeof(hdr), len - sizeof(hdr),
+                          nullptr);
+      return deliver_send_bytes(dev, hdr, data, len);
+    }
   }
   deliver_bytes(dev, data, len, nullptr);
 }
