@@ -21,7 +21,8 @@ namespace
 
 using namespace lci::net::shm;
 
-constexpr uint64_t kSlots = 4096;  // 256 KiB, the default ring size
+constexpr uint64_t kSlots =
+    (256 << 10) / lci::net::shm::kSlot;  // 256 KiB, the default ring size
 volatile uint64_t g_sink = 0;
 
 void consume(ring_consumer_t* c, long ops)
@@ -45,7 +46,7 @@ void produce(ring_producer_t* p, long ops)
   const unsigned char header[16] = {};
   for (long i = 0; i < ops; ++i) {
     uint64_t v = static_cast<uint64_t>(i);
-    while (!p->push(1, 0, header, sizeof(header), &v, sizeof(v))) {
+    while (!p->push(1, header, sizeof(header), &v, sizeof(v))) {
     }
   }
 }

@@ -85,7 +85,8 @@ RESOURCES = [
         attr("size_t", "shm_ring_size", 262144,
              "native shm backend: bytes of each inbound ring (one per "
              "sender rank and device; rounded up to a power of two that "
-             "holds two packets); the same on every rank"),
+             "holds two packets; at most 128 MiB); the same on every "
+             "rank"),
         attr("std::string", "bootstrap_backend", "auto",
              "how the ranks find each other: auto detects the launcher "
              "(mpi if the program initialized MPI, then pmix, then "

@@ -79,7 +79,7 @@ result_t run(const std::vector<publish_t>& modes, bool heavy, uint64_t bursts)
       for (uint64_t b = 0; b < bursts && !stop.load(); ++b) {
         const uint64_t k = 1 + rng() % 8;
         for (uint64_t j = 0; j < k; ++j, ++seq) {
-          while (!prod.push(1, 0, &seq, sizeof(seq))) std::this_thread::yield();
+          while (!prod.push(1, &seq, sizeof(seq))) std::this_thread::yield();
           doorbell_ring(&bell, uint64_t(1) << i, prod.mode());
         }
         // every message of the burst must be taken: a lost bell stalls here

@@ -2,7 +2,7 @@
 // own, in one process: a producer thread and a consumer thread pass millions
 // of messages of random sizes (0 bytes to the ring's maximum, so the array
 // wraps and pads all the time) through a small ring. Checked: every message
-// arrives once, in order, with its type, aux, length and every payload byte;
+// arrives once, in order, with its type, length and every payload byte;
 // push never blocks (a full ring is a false return) and the producer only
 // ever sees the space the consumer published.
 #include <gtest/gtest.h>
@@ -78,7 +78,7 @@ void run(uint64_t nslots, uint64_t count, uint64_t seed)
   ring_producer_t prod(mem.slots.get(), nslots, mem.ctrl.get());
   ring_consumer_t cons(mem.slots.get(), nslots, mem.ctrl.get());
   const size_t max = prod.max_payload();
-  ASSERT_EQ(max, nslots / 2 * kSlot - 16);
+  ASSERT_EQ(max, nslots / 2 * kSlot - lci::net::shm::kRingHeader);
   const std::vector<unsigned char> table = make_table(max);
   std::atomic<uint64_t> bad{0};
   std::atomic<uint64_t> full{0};
@@ -89,9 +89,8 @@ void run(uint64_t nslots, uint64_t count, uint64_t seed)
       const unsigned char* buf = table.data() + offset_of(seq, max);
       // split the payload in two parts at a random point (push gathers)
       size_t cut = len ? rng() % (len + 1) : 0;
-      uint16_t type = static_cast<uint16_t>(seq % 7);
-      uint16_t aux = static_cast<uint16_t>(seq);
-      while (!prod.push(type, aux, buf, cut, buf + cut, len - cut)) {
+      uint16_t type = static_cast<uint16_t>(seq % 15);  // below kPad
+      while (!prod.push(type, buf, cut, buf + cut, len - cut)) {
         full.fetch_add(1, std::memory_order_relaxed);
         std::this_thread::yield();
       }
@@ -107,13 +106,12 @@ void run(uint64_t nslots, uint64_t count, uint64_t seed)
       cons.publish();
       if (++polls % 64 == 0) std::this_thread::yield();
     }
-    bool ok = m.length == len && m.type == seq % 7 &&
-              m.aux == static_cast<uint16_t>(seq);
+    bool ok = m.length == len && m.type == seq % 15;
     if (ok && len)
       ok = std::memcmp(m.payload, table.data() + offset_of(seq, max), len) == 0;
     if (!ok && bad.fetch_add(1) < 5)
       ADD_FAILURE() << "message " << seq << ": length " << m.length << " (want "
-                    << len << "), type " << m.type << ", aux " << m.aux;
+                    << len << "), type " << m.type;
     cons.pop(m);
     // now and then publish early, as a poll's end does
     if (seq % 13 == 0) cons.publish();
@@ -144,20 +142,20 @@ TEST(ShmRing, FullAndWrap)
   ring_consumer_t::msg_t m;
   EXPECT_FALSE(cons.peek(&m));
   // 16 one-slot messages fill the ring; the 17th does not fit
-  for (int i = 0; i < 16; ++i) ASSERT_TRUE(prod.push(1, i, &i, sizeof(i)));
+  for (int i = 0; i < 16; ++i) ASSERT_TRUE(prod.push(1, &i, sizeof(i)));
   int x = 99;
-  EXPECT_FALSE(prod.push(1, 0, &x, sizeof(x)));
+  EXPECT_FALSE(prod.push(1, &x, sizeof(x)));
   // consumed but not published: still full
   ASSERT_TRUE(cons.peek(&m));
   cons.pop(m);
-  EXPECT_FALSE(prod.push(1, 0, &x, sizeof(x)));
+  EXPECT_FALSE(prod.push(1, &x, sizeof(x)));
   cons.publish();
-  EXPECT_TRUE(prod.push(1, 16, &x, sizeof(x)));
+  EXPECT_TRUE(prod.push(1, &x, sizeof(x)));
   for (int i = 1; i < 17; ++i) {
     ASSERT_TRUE(cons.peek(&m));
     int v;
     std::memcpy(&v, m.payload, sizeof(v));
-    EXPECT_EQ(m.aux, i);
+    EXPECT_EQ(m.length, sizeof(v));
     EXPECT_EQ(v, i == 16 ? 99 : i);
     cons.pop(m);
   }
@@ -166,17 +164,17 @@ TEST(ShmRing, FullAndWrap)
   // at index 1 now: a 8-slot message fits before the end; then a 8-slot one
   // needs a pad of 7 slots (15 slots in all, 16 free)
   std::vector<unsigned char> big(prod.max_payload(), 0xab);
-  EXPECT_EQ(big.size(), 8 * kSlot - 16);
-  ASSERT_TRUE(prod.push(2, 0, big.data(), big.size()));
-  EXPECT_FALSE(prod.push(2, 1, big.data(), big.size()));  // 8 free
+  EXPECT_EQ(big.size(), 8 * kSlot - lci::net::shm::kRingHeader);
+  ASSERT_TRUE(prod.push(2, big.data(), big.size()));
+  EXPECT_FALSE(prod.push(4, big.data(), big.size()));  // 8 free
   ASSERT_TRUE(cons.peek(&m));
   EXPECT_EQ(m.length, big.size());
   cons.pop(m);
   cons.publish();
-  ASSERT_TRUE(prod.push(2, 1, big.data(), big.size()));
-  ASSERT_TRUE(prod.push(3, 2, nullptr, 0));
+  ASSERT_TRUE(prod.push(4, big.data(), big.size()));
+  ASSERT_TRUE(prod.push(3, nullptr, 0));
   ASSERT_TRUE(cons.peek(&m));
-  EXPECT_EQ(m.aux, 1);
+  EXPECT_EQ(m.type, 4);
   EXPECT_EQ(m.payload, mem.slots[0].payload);  // padded to the start
   cons.pop(m);
   ASSERT_TRUE(cons.peek(&m));
@@ -187,7 +185,10 @@ TEST(ShmRing, FullAndWrap)
   // the big messages' continuation slots were poisoned: an all-0xab payload
   // never looks like a stamp
   for (uint64_t i = 1; i < 8; ++i)
-    EXPECT_EQ(mem.slots[i].stamp, lci::net::shm::kPoison);
+    EXPECT_EQ(mem.slots[i].word, lci::net::shm::kPoison);
+  // and the pad's (slots 10..15; 9 held its header)
+  for (uint64_t i = 10; i < 16; ++i)
+    EXPECT_EQ(mem.slots[i].word, lci::net::shm::kPoison) << i;
 }
 
 }  // namespace

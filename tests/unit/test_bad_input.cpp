@@ -350,6 +350,9 @@ TEST_F(LciTest, Resources)
       [] { lci::alloc_runtime_x().packet_size(4)(); });
   add("alloc_runtime", "value", "alloc_runtime", "npackets",
       [] { lci::alloc_runtime_x().npackets(0)(); });
+  add("alloc_runtime", "value", "alloc_runtime", "shm_ring_size", [] {
+    lci::alloc_runtime_x().backend("shm").shm_ring_size(size_t(1) << 28)();
+  });
   add("free_runtime", "null", "free_runtime", "null",
       [] { lci::free_runtime(nullptr); });
   add("free_runtime", "foreign", "free_runtime", F, [=] {

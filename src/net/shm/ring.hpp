@@ -2,34 +2,39 @@
 // memory backend (src/net/shm/shm.cpp). The ring lives in shared memory (the
 // receiver's segment); each side keeps its own state in private memory.
 //
-// Layout: a power-of-two array of 64-byte slots. A message is a header slot
-// followed by as many slots as its payload needs:
+// Layout: a power-of-two array of 32-byte slots, two to a cache line. A
+// message is a header slot followed by as many slots as its payload needs:
 //
-//   bytes 0..7   stamp: the message's slot position + 1 (positions count
-//                slots since the ring was created and never wrap); written
-//                LAST by the producer, with a release store (for the
-//                payload) or, when the doorbell protocol needs it
-//                (publish_t::seq_cst, doorbell.hpp), a seq_cst store: on
-//                x86 a locked instruction per message
-//   bytes 8..11  payload length
-//   bytes 12..13 type (kPad: skip to the end of the array)
-//   bytes 14..15 aux (the user's)
-//   bytes 16..   payload, contiguous, continuing into the following slots
+//   bytes 0..7   the header word, written LAST by the producer with one
+//                64-bit store, a release store (for the payload) or, when
+//                the doorbell protocol needs it (publish_t::seq_cst,
+//                doorbell.hpp), a seq_cst store (on x86 a locked
+//                instruction per message):
+//                  bits  0..31  stamp: 2 * position + 1, modulo 2^32
+//                               (positions count slots since the ring was
+//                               created and never wrap; a stamp is odd)
+//                  bits 32..59  payload length (below 2^28)
+//                  bits 60..63  type (kPad: skip to the end of the array)
+//   bytes 8..    payload, contiguous, continuing into the following slots
 //
-// so a message of up to 48 bytes (an 8-byte LCI message with its 16-byte
-// header is 24) is one cache line: a ping-pong moves one line per direction.
-// A message never wraps: when it does not fit before the end of the array
-// the producer first writes a pad message covering the rest of it.
+// so a message of up to 24 bytes (an 8-byte LCI message with its 16-byte
+// header is 24) is one slot, and two of them share a cache line: a stream
+// of small messages moves half a line per message from producer to
+// consumer, a ping-pong still one line per direction. A message never
+// wraps: when it does not fit before the end of the array the producer
+// first writes a pad message covering the rest of it.
 //
-// The consumer reads the stamp at its position with a seq_cst load (an
-// acquire load that also takes part in the doorbell's proof; a plain load
-// on x86); equal
-// to position + 1 means a message is there (and its payload is visible).
-// A slot's first word holds, once consumed, either an old stamp (smaller by
-// a multiple of the array size) or kPoison: the consumer overwrites the
-// first word of every continuation slot it consumed, so stale payload bytes
-// can never pass for a stamp (and a zero-filled ring holds no message,
-// since stamps start at 1).
+// The consumer reads the header word at its position with a seq_cst load
+// (an acquire load that also takes part in the doorbell's proof; a plain
+// load on x86); a stamp equal to its position's means a message is there
+// (and its payload is visible). Every slot is written once per lap, so
+// what the consumer finds at a position before the message arrives is the
+// previous lap's word there: an older stamp (2 * array size smaller, never
+// equal modulo 2^32 for arrays below 2^31 slots) or kPoison (0, never a
+// stamp: stamps are odd), which the consumer writes over the first word of
+// every continuation slot it consumed (stale payload bytes can never pass
+// for a stamp) and the producer over every slot a pad covers after its
+// header. A zero-filled ring holds no message.
 //
 // Flow control: the consumer's head (the position after its last consumed
 // message) is published to shared memory with a release store, in batches:
@@ -57,29 +62,48 @@ namespace lci::net::shm
 
 using util::copy_small;
 
-constexpr size_t kSlot = 64;
-constexpr size_t kRingHeader = 16;
-constexpr uint16_t kPad = 0xffff;
-constexpr uint64_t kPoison = ~uint64_t(0);
+constexpr size_t kSlot = 32;
+constexpr size_t kRingHeader = 8;
+constexpr uint16_t kPad = 15;
+constexpr uint64_t kPoison = 0;
+// the largest payload length a header word holds (the backend keeps its
+// rings below 128 MiB, so a message, at most half a ring, always fits)
+constexpr uint64_t kMaxLength = (uint64_t(1) << 28) - 1;
 
-// How a producer writes a message's stamp (the doorbell's two protocols,
-// doorbell.hpp): a seq_cst store, or a release store whose StoreLoad
-// barrier the consumer supplies with a membarrier when it cools the ring.
+// How a producer writes a message's header word (the doorbell's two
+// protocols, doorbell.hpp): a seq_cst store, or a release store whose
+// StoreLoad barrier the consumer supplies with a membarrier when it cools
+// the ring.
 enum class publish_t : uint8_t { seq_cst, release };
 
-struct alignas(64) slot_t {
-  uint64_t stamp;
-  uint32_t length;
-  uint16_t type;
-  uint16_t aux;
+struct alignas(32) slot_t {
+  uint64_t word;  // the header word of a message that starts here
   unsigned char payload[kSlot - kRingHeader];
 };
-static_assert(sizeof(slot_t) == kSlot, "a slot is a cache line");
+static_assert(sizeof(slot_t) == kSlot, "two slots to a cache line");
+
+inline uint32_t stamp_of(uint64_t pos)
+{
+  return static_cast<uint32_t>(pos << 1) | 1u;
+}
+inline uint64_t header_word(uint64_t pos, size_t len, uint16_t type)
+{
+  return stamp_of(pos) | (static_cast<uint64_t>(len) << 32) |
+         (static_cast<uint64_t>(type) << 60);
+}
+inline uint32_t length_of(uint64_t word)
+{
+  return static_cast<uint32_t>((word >> 32) & kMaxLength);
+}
+inline uint16_t type_of(uint64_t word)
+{
+  return static_cast<uint16_t>(word >> 60);
+}
 
 // The consumer's published head: one cache line of its own, in shared memory.
 struct alignas(64) ring_ctrl_t {
   uint64_t head;
-  unsigned char pad_[kSlot - sizeof(uint64_t)];
+  unsigned char pad_[64 - sizeof(uint64_t)];
 };
 
 inline uint64_t load_acquire(const uint64_t* p)
@@ -99,12 +123,13 @@ inline void store_seq_cst(uint64_t* p, uint64_t v)
   __atomic_store_n(p, v, __ATOMIC_SEQ_CST);
 }
 
-// The producer asks for the line kPrefetchAhead slots past its tail in
+// The producer asks for the line kPrefetchAhead slots (12 lines) past its
+// tail in
 // exclusive state after each push, so a stream of pushes finds its slots
 // already owned instead of stalling on each one's invalidation in turn.
 // PREFETCHW exists on AMD64 since its first processors and on Intel since
 // Broadwell (CPUID 0x80000001 ECX bit 8); elsewhere a read prefetch.
-constexpr uint64_t kPrefetchAhead = 12;
+constexpr uint64_t kPrefetchAhead = 24;
 inline bool cpu_has_prefetchw()
 {
 #if defined(__x86_64__)
@@ -160,11 +185,11 @@ class ring_producer_t
     return tail_ + need - cached_head_ <= nslots_;
   }
 
-  // Appends a message whose payload is a[0..alen) followed by b[0..blen);
-  // false (nothing written) when the ring is full.
-  [[gnu::always_inline]] bool push(uint16_t type, uint16_t aux, const void* a,
-                                   size_t alen, const void* b = nullptr,
-                                   size_t blen = 0)
+  // Appends a message of type `type` (below kPad) whose payload is
+  // a[0..alen) followed by b[0..blen); false (nothing written) when the
+  // ring is full.
+  [[gnu::always_inline]] bool push(uint16_t type, const void* a, size_t alen,
+                                   const void* b = nullptr, size_t blen = 0)
   {
     const size_t len = alen + blen;
     const uint64_t k = slots_for(len);
@@ -176,9 +201,6 @@ class ring_producer_t
       idx = tail_ & (nslots_ - 1);
     }
     slot_t* s = &slots_[idx];
-    s->length = static_cast<uint32_t>(len);
-    s->type = type;
-    s->aux = aux;
     unsigned char* p = s->payload;
     if (alen == 16) {  // the core's wire header: a fixed copy, inline
       std::memcpy(p, a, 16);
@@ -191,7 +213,7 @@ class ring_producer_t
       copy_small(p, b, blen);
     else
       std::memcpy(p, b, blen);
-    stamp(s);
+    publish(s, header_word(tail_, len, type));
     tail_ += k;
     prefetch_for_write(&slots_[(tail_ + kPrefetchAhead) & (nslots_ - 1)],
                        prefetchw_);
@@ -215,24 +237,23 @@ class ring_producer_t
     if (!fits(len)) return false;
     uint64_t idx = tail_ & (nslots_ - 1);
     if (idx + slots_for(len) > nslots_) {
-      // pad to the end of the array, then start over at index 0
+      // pad to the end of the array (its slots poisoned: a stale stamp
+      // there could otherwise outlive many laps), then start over at 0
       slot_t* s = &slots_[idx];
-      s->length = static_cast<uint32_t>((nslots_ - idx) * kSlot);
-      s->type = kPad;
-      s->aux = 0;
-      stamp(s);
+      for (uint64_t i = idx + 1; i < nslots_; ++i) slots_[i].word = kPoison;
+      publish(s, header_word(tail_, (nslots_ - idx) * kSlot, kPad));
       tail_ += nslots_ - idx;
     }
     return true;
   }
 
-  // the message at the tail is complete: its stamp, written last
-  void stamp(slot_t* s)
+  // the message at the tail is complete: its header word, written last
+  void publish(slot_t* s, uint64_t word)
   {
     if (mode_ == publish_t::release)
-      store_release(&s->stamp, tail_ + 1);
+      store_release(&s->word, word);
     else
-      store_seq_cst(&s->stamp, tail_ + 1);
+      store_seq_cst(&s->word, word);
   }
 
   // slots a message of `len` bytes takes from the tail, padding included
@@ -257,7 +278,6 @@ class ring_consumer_t
  public:
   struct msg_t {
     uint16_t type;
-    uint16_t aux;
     uint32_t length;
     const unsigned char* payload;
   };
@@ -274,15 +294,15 @@ class ring_consumer_t
   {
     for (;;) {
       slot_t* s = &slots_[head_ & (nslots_ - 1)];
-      if (load_seq_cst(&s->stamp) != head_ + 1) return false;
-      if (s->type == kPad) {
-        head_ += s->length / kSlot;
+      const uint64_t w = load_seq_cst(&s->word);
+      if (static_cast<uint32_t>(w) != stamp_of(head_)) return false;
+      if (type_of(w) == kPad) {
+        head_ += length_of(w) / kSlot;
         maybe_publish();
         continue;
       }
-      m->type = s->type;
-      m->aux = s->aux;
-      m->length = s->length;
+      m->type = type_of(w);
+      m->length = length_of(w);
       m->payload = s->payload;
       return true;
     }
@@ -293,7 +313,7 @@ class ring_consumer_t
   {
     uint64_t k = slots_for(m.length);
     slot_t* s = &slots_[head_ & (nslots_ - 1)];
-    for (uint64_t i = 1; i < k; ++i) s[i].stamp = kPoison;
+    for (uint64_t i = 1; i < k; ++i) s[i].word = kPoison;
     head_ += k;
     maybe_publish();
   }

@@ -9,7 +9,7 @@
 //   doorbell    one 64-bit word per 64 sender ranks, each on its own line:
 //               bit r%64 of word r/64 says "ring r may have messages"
 //   heads       per sender ring, the consumer's published head (own line)
-//   rings       per sender rank, ring_size bytes of 64-byte slots
+//   rings       per sender rank, ring_size bytes of 32-byte slots
 //
 // The segment's name is "/lci-shm-<pid>-<nonce>-<counter>". It is unlinked
 // as soon as every peer has mapped it (the owner's poll sees the count of
@@ -60,7 +60,7 @@ namespace lci::net::shm
 namespace
 {
 
-constexpr uint64_t kMagic = 0x4c43492d73686d32ull;  // "LCI-shm2"
+constexpr uint64_t kMagic = 0x4c43492d73686d33ull;  // "LCI-shm3"
 // bytes of messages a device parks when no receive is posted
 constexpr size_t kOverflowMax = size_t(4) << 20;
 // polls in a row that find a hot ring empty before it cools down; with
@@ -369,7 +369,7 @@ class shm_device_t final : public device_t
     check_size(size);
     tx_ring_t& t = tx_[rank];
     if (!t.lock.try_lock()) return errorcode_t::retry_lock;
-    bool ok = t.prod.push(kMsg, 0, buf, size);
+    bool ok = t.prod.push(kMsg, buf, size);
     if (ok) {
       t.network.emplace_back(t.prod.tail(), ctx);
       nnetwork_.fetch_add(1, std::memory_order_relaxed);
@@ -423,7 +423,7 @@ class shm_device_t final : public device_t
     }
     bool ok = cma(peers_[rank].pid, const_cast<void*>(buf), raddr, size, true);
     if (ok) {
-      t.prod.push(kImm, 0, &imm, sizeof(imm));
+      t.prod.push(kImm, &imm, sizeof(imm));
       ring_bell(t);
     }
     t.lock.unlock();
@@ -587,7 +587,7 @@ class shm_device_t final : public device_t
     check_size(alen + blen);
     tx_ring_t& t = tx_[rank];
     if (!t.lock.try_lock()) return errorcode_t::retry_lock;
-    bool pushed = t.prod.push(type, 0, a, alen, b, blen);
+    bool pushed = t.prod.push(type, a, alen, b, blen);
     if (pushed) ring_bell(t);
     t.lock.unlock();
     return pushed ? error_t(ok) : error_t(errorcode_t::retry_nomem);
@@ -662,7 +662,7 @@ class shm_device_t final : public device_t
     if (!t.lock.try_lock()) return false;
     bool pushed = false;
     if (j.type == kWriteAck) {
-      if (t.prod.push(kWriteAck, 0, &j.ctx, sizeof(j.ctx))) {
+      if (t.prod.push(kWriteAck, &j.ctx, sizeof(j.ctx))) {
         pushed = true;
         j.remaining = 0;
       }
@@ -674,7 +674,7 @@ class shm_device_t final : public device_t
         chunk_hdr_t h{j.dst, j.ctx, j.imm, 0, 0};
         if (len == j.remaining) h.flags |= kLast;
         if (j.has_imm) h.flags |= kHasImm;
-        if (!t.prod.push(j.type, 0, &h, sizeof(h), j.src, len)) break;
+        if (!t.prod.push(j.type, &h, sizeof(h), j.src, len)) break;
         pushed = true;
         j.src += len;
         j.dst += len;
@@ -777,9 +777,9 @@ class shm_device_t final : public device_t
       const size_t room = (m.length + 15) & ~size_t(15);
       if (__builtin_expect(m.type == kMsg && !parked && room <= left, 1)) {
         // in place: into the poller's scratch (no receive buffer, no
-        // packet). One that fits its header slot (48 bytes) is copied as
-        // a fixed 48 bytes: the slot has them, and so has the scratch when
-        // 48 bytes are left (the copy past the length is never read).
+        // packet). One that fits its header slot (24 bytes) is copied as
+        // a fixed 24 bytes: the slot has them, and so has the scratch when
+        // 24 bytes are left (the copy past the length is never read).
         constexpr size_t kInSlot = kSlot - kRingHeader;
         if (m.length <= kInSlot && left >= kInSlot)
           std::memcpy(scratch, m.payload, kInSlot);
@@ -959,6 +959,14 @@ class shm_context_t final : public context_t
     // a power of two that holds two of the largest packets
     size_t want = std::max<size_t>(attr.shm_ring_size,
                                    2 * (attr.packet_size + 2 * kSlot));
+    // a header word holds lengths below 2^28 (ring.hpp): 128 MiB at most
+    constexpr size_t kMaxRing = size_t(1) << 27;
+    if (want > kMaxRing)
+      util::throw_fatal("alloc_runtime: shm_ring_size ", attr.shm_ring_size,
+                        " (with packet_size ", attr.packet_size,
+                        ") needs a ring above the native shm backend's "
+                        "largest, ",
+                        kMaxRing, " bytes");
     size_t ring = 4096;
     while (ring < want) ring *= 2;
     cfg_.ring_bytes = ring;
