@@ -191,4 +191,27 @@ TEST(ShmRing, FullAndWrap)
     EXPECT_EQ(mem.slots[i].word, lci::net::shm::kPoison) << i;
 }
 
+// util::copy_small (the ring's push and small deliveries use it): every
+// length up to 32 at every source and destination alignment copies exactly
+// its bytes, none around them.
+TEST(CopySmall, EveryLengthExactlyItsBytes)
+{
+  unsigned char src[64 + 8], dst[64 + 8];
+  for (size_t i = 0; i < sizeof(src); ++i)
+    src[i] = static_cast<unsigned char>(i * 7 + 1);
+  for (size_t n = 0; n <= 32; ++n)
+    for (size_t so = 0; so < 8; ++so)
+      for (size_t d = 0; d < 8; ++d) {
+        std::memset(dst, 0xee, sizeof(dst));
+        lci::util::copy_small(dst + 16 + d, src + 16 + so, n);
+        for (size_t i = 0; i < sizeof(dst); ++i) {
+          const bool inside = i >= 16 + d && i < 16 + d + n;
+          const unsigned char want =
+              inside ? src[16 + so + (i - 16 - d)] : 0xee;
+          ASSERT_EQ(dst[i], want) << "n " << n << " src offset " << so
+                                  << " dst offset " << d << " byte " << i;
+        }
+      }
+}
+
 }  // namespace
