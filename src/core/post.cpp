@@ -129,13 +129,7 @@ status_t complete_recv(recv_t* recv, packet_t* pkt, bool signal)
 
 status_t done_status(const post_args_t& a)
 {
-  status_t s(errorcode_t::done);
-  s.rank = a.rank;
-  s.buffer = a.buffer;
-  s.size = a.size;
-  s.tag = a.tag;
-  s.user_context = a.user_context;
-  return s;
+  return done_status(a.rank, a.buffer, a.size, a.tag, a.user_context);
 }
 
 namespace
@@ -731,13 +725,7 @@ status_t post_comm_x::call_lean(direction_t direction, int rank,
         error_t e = dev->net->post_inject_gather(rank, &hdr, sizeof(hdr),
                                                  local_buffer, size);
         if (e.is_retry()) return status_t(e.errorcode);
-        status_t s(errorcode_t::done);
-        s.rank = rank;
-        s.buffer = local_buffer;
-        s.size = size;
-        s.tag = tag;
-        s.user_context = user_context;
-        return s;
+        return done_status(rank, local_buffer, size, tag, user_context);
       }
       post_args_t a;
       lean_args(&a, rd, rank, local_buffer, size, local_comp, tag, remote_comp,

@@ -38,6 +38,18 @@ struct post_args_t {
 // The status of a communication that completed: done, with the fields of
 // the post.
 status_t done_status(const post_args_t& a);
+// The same from its fields.
+inline status_t done_status(int rank, void* buffer, size_t size, tag_t tag,
+                            void* user_context)
+{
+  status_t s(errorcode_t::done);
+  s.rank = rank;
+  s.buffer = buffer;
+  s.size = size;
+  s.tag = tag;
+  s.user_context = user_context;
+  return s;
+}
 
 }  // namespace lci
 

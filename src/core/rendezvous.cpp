@@ -191,12 +191,7 @@ void rdv_ctx_t::finish()
 
 void rdv_ctx_t::finish_claimed()
 {
-  status_t s(errorcode_t::done);
-  s.rank = peer;
-  s.buffer = buffer;
-  s.size = size;
-  s.tag = tag;
-  s.user_context = user_context;
+  status_t s = done_status(peer, buffer, size, tag, user_context);
   comp_impl_t* c = comp;
   release();
   delete this;

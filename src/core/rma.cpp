@@ -64,12 +64,7 @@ class rma_op_t final : public transfer_op_t
                         ") failed: the network reported: ", why);
     }
     if (rcomp != RCOMP_NULL) send_signal(dev, rank, tag, rcomp, signal);
-    status_t s(errorcode_t::done);
-    s.rank = rank;
-    s.buffer = buffer;
-    s.size = size;
-    s.tag = tag;
-    s.user_context = user_context;
+    status_t s = done_status(rank, buffer, size, tag, user_context);
     comp_impl_t* c = comp;
     delete this;
     c->signal(s);

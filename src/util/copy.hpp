@@ -11,32 +11,30 @@
 namespace lci::util
 {
 
+// n (W to 2W) bytes as two overlapping moves of W bytes, both loads first
+template <size_t W>
+inline void copy_two(unsigned char* dst, const unsigned char* src, size_t n)
+{
+  unsigned char x[W], y[W];
+  std::memcpy(x, src, W);
+  std::memcpy(y, src + n - W, W);
+  std::memcpy(dst, x, W);
+  std::memcpy(dst + n - W, y, W);
+}
+
 // Copies n <= 32 bytes without a call: two overlapping moves of the
 // largest power of two not above n (never a byte outside [src, src + n)).
 inline void copy_small(unsigned char* dst, const void* src, size_t n)
 {
   const auto* s = static_cast<const unsigned char*>(src);
-  if (n >= 16) {
-    unsigned char x[16], y[16];
-    std::memcpy(x, s, 16);
-    std::memcpy(y, s + n - 16, 16);
-    std::memcpy(dst, x, 16);
-    std::memcpy(dst + n - 16, y, 16);
-  } else if (n >= 8) {
-    uint64_t x, y;
-    std::memcpy(&x, s, 8);
-    std::memcpy(&y, s + n - 8, 8);
-    std::memcpy(dst, &x, 8);
-    std::memcpy(dst + n - 8, &y, 8);
-  } else if (n >= 4) {
-    uint32_t x, y;
-    std::memcpy(&x, s, 4);
-    std::memcpy(&y, s + n - 4, 4);
-    std::memcpy(dst, &x, 4);
-    std::memcpy(dst + n - 4, &y, 4);
-  } else {
+  if (n >= 16)
+    copy_two<16>(dst, s, n);
+  else if (n >= 8)
+    copy_two<8>(dst, s, n);
+  else if (n >= 4)
+    copy_two<4>(dst, s, n);
+  else
     for (size_t i = 0; i < n; ++i) dst[i] = s[i];
-  }
 }
 
 }  // namespace lci::util

@@ -211,6 +211,21 @@ std::string fatal_message(F&& f)
   return "<no exception>";
 }
 
+// Progress until it throws a fatal_error (an error found in an arriving
+// message) and return its message; empty if none within kWaitLimit.
+inline std::string progress_until_fatal()
+{
+  auto deadline = std::chrono::steady_clock::now() + kWaitLimit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      lci::progress();
+    } catch (const lci::fatal_error& e) {
+      return e.what();
+    }
+  }
+  return "";
+}
+
 // Posts a send to self and a blocking receive; checks the payload. Used after
 // an error to show that the library still works.
 inline void expect_sendrecv_works(lci::runtime_t runtime = lci::runtime_t(),

@@ -1029,15 +1029,7 @@ TEST_F(LciTest, ActiveMessageBuffersComeFromTheAllocator)
   // an allocator out of memory: progress reports it, the message is dropped
   mine.fail = true;
   send(8, 77);
-  std::string msg;
-  auto deadline = std::chrono::steady_clock::now() + lci_test::kWaitLimit;
-  while (msg.empty() && std::chrono::steady_clock::now() < deadline) {
-    try {
-      lci::progress();
-    } catch (const lci::fatal_error& e) {
-      msg = e.what();
-    }
-  }
+  std::string msg = lci_test::progress_until_fatal();
   EXPECT_THAT(msg, HasSubstr("cannot allocate 8 bytes"));
   EXPECT_TRUE(lci::cq_pop(cq).is_retry());
   mine.fail = false;

@@ -433,15 +433,7 @@ TEST_F(LciTest, MessageLargerThanReceiveBuffer)
   ASSERT_TRUE(lci::post_recv(0, small.data(), small.size(), 9, cq).is_posted());
   ASSERT_TRUE(
       lci::post_send(0, out.data(), out.size(), 9, lci::COMP_NULL).is_done());
-  msg = "";
-  auto deadline = std::chrono::steady_clock::now() + lci_test::kWaitLimit;
-  while (msg.empty() && std::chrono::steady_clock::now() < deadline) {
-    try {
-      lci::progress();
-    } catch (const lci::fatal_error& e) {
-      msg = e.what();
-    }
-  }
+  msg = lci_test::progress_until_fatal();
   EXPECT_THAT(msg, AllOf(HasSubstr("100"), HasSubstr("10-byte")));
   EXPECT_TRUE(lci::cq_pop(cq).is_retry());
   lci::free_comp(&cq);
@@ -458,15 +450,7 @@ TEST_F(LciTest, ActiveMessageToUnregisteredRcomp)
       msg, AllOf(HasSubstr("deregister_rcomp"), HasSubstr(std::to_string(rc))));
   char c = 'z';
   ASSERT_TRUE(lci::post_am(0, &c, 1, lci::COMP_NULL, rc).is_done());
-  msg = "";
-  auto deadline = std::chrono::steady_clock::now() + lci_test::kWaitLimit;
-  while (msg.empty() && std::chrono::steady_clock::now() < deadline) {
-    try {
-      lci::progress();
-    } catch (const lci::fatal_error& e) {
-      msg = e.what();
-    }
-  }
+  msg = lci_test::progress_until_fatal();
   EXPECT_THAT(msg, AllOf(HasSubstr("progress"), HasSubstr("not registered"),
                          HasSubstr(std::to_string(rc))));
   EXPECT_TRUE(lci::cq_pop(cq).is_retry());
@@ -508,20 +492,6 @@ TEST_F(LciTest, BlockingReceiveInterruptedByError)
   lci::free_comp(&cq);
   lci::free_comp(&dead);
   expect_sendrecv_works();
-}
-
-// The fatal error the next progress calls raise ("" on timeout).
-std::string progress_error()
-{
-  auto deadline = std::chrono::steady_clock::now() + lci_test::kWaitLimit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    try {
-      lci::progress();
-    } catch (const lci::fatal_error& e) {
-      return e.what();
-    }
-  }
-  return "";
 }
 
 // A valid put and get still work (after an error).
@@ -661,8 +631,8 @@ TEST_F(LciTest, RendezvousMessageLargerThanReceiveBuffer)
   lci::status_t s = lci_test::post_retry(
       [&] { return lci::post_send(0, out.data(), big, 8, cq); });
   ASSERT_TRUE(s.is_posted()) << s.error.get_str();
-  std::string first = progress_error();
-  std::string second = progress_error();
+  std::string first = lci_test::progress_until_fatal();
+  std::string second = lci_test::progress_until_fatal();
   EXPECT_THAT(first,
               AllOf(HasSubstr(std::to_string(big)), HasSubstr("1000-byte")));
   EXPECT_THAT(second, AllOf(HasSubstr("refused"), HasSubstr("1000-byte")));
@@ -675,7 +645,7 @@ TEST_F(LciTest, RendezvousMessageLargerThanReceiveBuffer)
       [&] { lci::post_recv(0, small.data(), small.size(), 9, cq); });
   EXPECT_THAT(
       msg, AllOf(NamesPostCall("post_recv"), HasSubstr(std::to_string(big))));
-  EXPECT_THAT(progress_error(), HasSubstr("refused"));
+  EXPECT_THAT(lci_test::progress_until_fatal(), HasSubstr("refused"));
   lci_test::progress_for(std::chrono::milliseconds(20));
   EXPECT_TRUE(lci::cq_pop(cq).is_retry()) << "a refused message signalled";
   lci::free_comp(&cq);
@@ -706,15 +676,16 @@ TEST_F(LciTest, SignalToUnregisteredRcomp)
         .remote_comp(rc)();
   });
   ASSERT_FALSE(s.is_retry());
-  EXPECT_THAT(progress_error(), AllOf(HasSubstr("not registered"),
-                                      HasSubstr(std::to_string(rc))));
+  EXPECT_THAT(
+      lci_test::progress_until_fatal(),
+      AllOf(HasSubstr("not registered"), HasSubstr(std::to_string(rc))));
   std::vector<char> big(lci::get_max_bcopy_size() + 1, 'a');
   s = lci_test::post_retry(
       [&] { return lci::post_am(0, big.data(), big.size(), cq, rc); });
   ASSERT_FALSE(s.is_retry());
-  EXPECT_THAT(progress_error(), HasSubstr("not registered"));
+  EXPECT_THAT(lci_test::progress_until_fatal(), HasSubstr("not registered"));
   // the sender is told: it gives the message up (and says so)
-  EXPECT_THAT(progress_error(),
+  EXPECT_THAT(lci_test::progress_until_fatal(),
               AllOf(HasSubstr("post_am"), HasSubstr("refused")));
   lci::deregister_memory(&mr);
   lci::free_comp(&cq);
