@@ -108,6 +108,11 @@ def main():
     lcrun = args.lcrun or os.path.join(args.build, "tools", "lcrun", "lcrun")
     ranks = [int(x) for x in args.ranks.split(",")]
     libs = args.libs.split(",")
+    known = ("lci-sync", "lci-progress", "openmpi", "mpich")
+    bad = [lib for lib in libs if lib not in known]
+    if bad:
+        ap.error("--libs: unknown %s (choose from %s)" %
+                 (", ".join(bad), ", ".join(known)))
     ncpu = len(os.sched_getaffinity(0))
     print("# oversub: %d cores available, load %s at start" %
           (ncpu, loadavg()))
