@@ -135,9 +135,6 @@ status_t done_status(const post_args_t& a)
 namespace
 {
 
-// Sends with the inject protocol (a copy on the stack, no completion) or the
-// eager one (a copy into a packet, returned to its pool when the network is
-// done with it). Either way the user buffer is free on return: done.
 // The wire header of an eager send or active message.
 inline msg_header_t out_header(runtime_impl_t* rt, tag_t tag, rcomp_t rcomp,
                                matching_policy_t policy,
@@ -153,6 +150,9 @@ inline msg_header_t out_header(runtime_impl_t* rt, tag_t tag, rcomp_t rcomp,
   return hdr;
 }
 
+// Sends with the inject protocol (a copy on the stack, no completion) or the
+// eager one (a copy into a packet, returned to its pool when the network is
+// done with it). Either way the user buffer is free on return: done.
 status_t post_out(const post_args_t& a)
 {
   msg_header_t hdr = out_header(a.rt, a.tag, a.rcomp, a.policy, a.me);

@@ -124,9 +124,9 @@ inline void store_seq_cst(uint64_t* p, uint64_t v)
 }
 
 // The producer asks for the line kPrefetchAhead slots (12 lines) past its
-// tail in
-// exclusive state after each push, so a stream of pushes finds its slots
-// already owned instead of stalling on each one's invalidation in turn.
+// tail in exclusive state after each push, so a stream of pushes finds its
+// slots already owned instead of stalling on each one's invalidation in
+// turn.
 // PREFETCHW exists on AMD64 since its first processors and on Intel since
 // Broadwell (CPUID 0x80000001 ECX bit 8); elsewhere a read prefetch.
 constexpr uint64_t kPrefetchAhead = 24;
