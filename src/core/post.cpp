@@ -96,10 +96,7 @@ status_t complete_recv_eager(recv_t* recv, const msg_header_t& hdr,
                       " does not fit the posted ", capacity,
                       "-byte receive buffer");
   }
-  if (size <= 32)
-    util::copy_small(static_cast<unsigned char*>(recv->buffer), payload, size);
-  else
-    std::memcpy(recv->buffer, payload, size);
+  util::copy_bytes(recv->buffer, payload, size);
   if (pkt) packet_pool_impl_t::put(pkt);
   status_t s(errorcode_t::done);
   s.rank = hdr.rank;

@@ -116,10 +116,7 @@ void deliver_am(runtime_impl_t* rt, const msg_header_t& hdr,
       util::throw_fatal("progress: cannot allocate ", size,
                         " bytes for an active message");
     }
-    if (size <= 32)
-      util::copy_small(static_cast<unsigned char*>(buf), payload, size);
-    else
-      std::memcpy(buf, payload, size);
+    util::copy_bytes(buf, payload, size);
   }
   if (pkt) packet_pool_impl_t::put(pkt);
   status_t s(errorcode_t::done);

@@ -1,6 +1,7 @@
-// copy_small: a copy of at most 32 bytes without a call to memcpy, for the
-// hot paths that move a small message (the shm ring's push, an active
-// message's payload into its buffer). Thread safety: a pure function.
+// copy_small: a copy of at most 32 bytes without a call to memcpy, and
+// copy_bytes, which uses it up to 32 bytes: for the hot paths that move a
+// small message (the shm ring's push, an eager payload into its buffer).
+// Thread safety: pure functions.
 #ifndef LCI_UTIL_COPY_HPP
 #define LCI_UTIL_COPY_HPP
 
@@ -35,6 +36,15 @@ inline void copy_small(unsigned char* dst, const void* src, size_t n)
     copy_two<4>(dst, s, n);
   else
     for (size_t i = 0; i < n; ++i) dst[i] = s[i];
+}
+
+// A copy of any size: copy_small up to 32 bytes, else memcpy.
+inline void copy_bytes(void* dst, const void* src, size_t n)
+{
+  if (n <= 32)
+    copy_small(static_cast<unsigned char*>(dst), src, n);
+  else
+    std::memcpy(dst, src, n);
 }
 
 }  // namespace lci::util

@@ -60,8 +60,6 @@
 namespace lci::net::shm
 {
 
-using util::copy_small;
-
 constexpr size_t kSlot = 32;
 constexpr size_t kRingHeader = 8;
 constexpr uint16_t kPad = 15;
@@ -209,10 +207,7 @@ class ring_producer_t
       std::memcpy(p, a, alen);
       p += alen;
     }
-    if (blen <= 32)
-      copy_small(p, b, blen);
-    else
-      std::memcpy(p, b, blen);
+    util::copy_bytes(p, b, blen);
     publish(s, header_word(tail_, len, type));
     tail_ += k;
     prefetch_for_write(&slots_[(tail_ + kPrefetchAhead) & (nslots_ - 1)],
