@@ -151,6 +151,11 @@ class device_t
   // peer come out in the order sent whichever way each one takes.
   virtual size_t poll_comp(cqe_t* out, size_t max, char* scratch,
                            size_t scratch_size) = 0;
+  // Work the backend still has to do for peers on its own: transfers a
+  // peer asked of this device (the native shm fallback's reads for a
+  // peer's get) waiting for ring space. Such a device is not drained
+  // (test_drained): its owner must keep progressing it. Default: none.
+  virtual bool busy() { return false; }
   // Diagnostics only (never on a fast path): a one-line summary of the
   // backend's queues, for the dump of a stuck test; empty when the backend
   // has nothing to say.

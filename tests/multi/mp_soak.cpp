@@ -856,7 +856,13 @@ int main(int argc, char** argv)
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
 
-  // the plain puts: the last one into each slot is there
+  // the plain puts: the last one into each slot is there, once its sender
+  // has seen it complete. A put need not land before a later send on the
+  // same pair: the FIN, sent when a thread stops, may overtake a put still
+  // in flight (the native shm fallback pushes a large put's chunks as its
+  // target's ring has room, after the FIN). Every rank's threads have
+  // joined, so every put has completed, when this returns.
+  allgather<int>(0, 5);
   for (int t = 0; t < kThreads; ++t)
     for (int p = 0; p < g_nranks; ++p) {
       if (p == g_rank) continue;

@@ -183,6 +183,10 @@ struct alignas(64) tx_ring_t {
   uint64_t bit = 0;
   // post_send_network sends waiting for the consumer's head: (end, ctx)
   std::deque<std::pair<uint64_t, void*>> network;
+  // fallback transfers queued toward this peer: a later message waits
+  // behind them (retry), so that messages and transfers arrive in the
+  // order posted (a FIN after a put lands after the put's data)
+  std::atomic<uint32_t> njobs{0};
 };
 
 struct peer_t {
@@ -369,7 +373,8 @@ class shm_device_t final : public device_t
     check_size(size);
     tx_ring_t& t = tx_[rank];
     if (!t.lock.try_lock()) return errorcode_t::retry_lock;
-    bool ok = t.prod.push(kMsg, buf, size);
+    bool ok = t.njobs.load(std::memory_order_acquire) == 0 &&
+              t.prod.push(kMsg, buf, size);
     if (ok) {
       t.network.emplace_back(t.prod.tail(), ctx);
       nnetwork_.fetch_add(1, std::memory_order_relaxed);
@@ -417,7 +422,8 @@ class shm_device_t final : public device_t
     // before any data moved
     tx_ring_t& t = tx_[rank];
     if (!t.lock.try_lock()) return errorcode_t::retry_lock;
-    if (!t.prod.fits(sizeof(imm))) {
+    if (t.njobs.load(std::memory_order_acquire) != 0 ||
+        !t.prod.fits(sizeof(imm))) {
       t.lock.unlock();
       return errorcode_t::retry_nomem;
     }
@@ -464,6 +470,9 @@ class shm_device_t final : public device_t
     lock_.unlock();
     return n;
   }
+
+  // fallback transfers (a peer's get, a write's ack) not pushed yet
+  bool busy() override { return njobs_.load(std::memory_order_acquire) != 0; }
 
   std::string debug_state() override
   {
@@ -587,6 +596,10 @@ class shm_device_t final : public device_t
     check_size(alen + blen);
     tx_ring_t& t = tx_[rank];
     if (!t.lock.try_lock()) return errorcode_t::retry_lock;
+    if (t.njobs.load(std::memory_order_acquire) != 0) {
+      t.lock.unlock();
+      return errorcode_t::retry_nomem;  // behind a fallback transfer
+    }
     bool pushed = t.prod.push(type, a, alen, b, blen);
     if (pushed) ring_bell(t);
     t.lock.unlock();
@@ -633,6 +646,7 @@ class shm_device_t final : public device_t
   // depend on it (an ack) while this device's owner no longer polls it.
   void add_job(const tx_job_t& j)
   {
+    tx_[j.rank].njobs.fetch_add(1, std::memory_order_relaxed);
     {
       util::spin_guard_t g(jobs_lock_);
       jobs_.push_back(j);
@@ -646,10 +660,12 @@ class shm_device_t final : public device_t
   {
     if (!jobs_lock_.try_lock()) return;
     for (auto it = jobs_.begin(); it != jobs_.end();) {
-      if (run_job(*it))
+      if (run_job(*it)) {
+        tx_[it->rank].njobs.fetch_sub(1, std::memory_order_release);
         it = jobs_.erase(it);
-      else
+      } else {
         ++it;
+      }
     }
     njobs_.store(jobs_.size(), std::memory_order_relaxed);
     jobs_lock_.unlock();
