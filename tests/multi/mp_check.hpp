@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <lci.hpp>
 
 namespace mp
 {
@@ -23,5 +24,19 @@ inline int g_rank = -1;
       mp::g_failures.fetch_add(1);                                            \
     }                                                                         \
   } while (0)
+
+namespace mp
+{
+// The global runtime up and g_rank set; false (with a message naming
+// `prog`) unless exactly `n` ranks run.
+inline bool init_ranks(const char* prog, int n)
+{
+  lci::g_runtime_init();
+  g_rank = lci::get_rank_me();
+  if (lci::get_rank_n() == n) return true;
+  std::fprintf(stderr, "%s: run with %d ranks\n", prog, n);
+  return false;
+}
+}  // namespace mp
 
 #endif  // LCI_TESTS_MULTI_MP_CHECK_HPP

@@ -38,12 +38,7 @@ unsigned char pattern(size_t i)
 int main()
 {
   try {
-    lci::g_runtime_init();
-    mp::g_rank = lci::get_rank_me();
-    if (lci::get_rank_n() != 2) {
-      std::fprintf(stderr, "mp_drained_get: run with 2 ranks\n");
-      return 2;
-    }
+    if (!mp::init_ranks("mp_drained_get", 2)) return 2;
     lci::barrier();
     if (mp::g_rank == 0) {
       std::vector<unsigned char> region(kSize);

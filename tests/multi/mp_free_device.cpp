@@ -38,12 +38,7 @@ unsigned char pattern(int seq, size_t i)
 int main()
 {
   try {
-    lci::g_runtime_init();
-    mp::g_rank = lci::get_rank_me();
-    if (lci::get_rank_n() != 2) {
-      std::fprintf(stderr, "mp_free_device: run with 2 ranks\n");
-      return 2;
-    }
+    if (!mp::init_ranks("mp_free_device", 2)) return 2;
     lci::device_t a = lci::alloc_device();
     lci::device_t b = lci::alloc_device();
     lci::comp_t cq = lci::alloc_cq();
