@@ -204,6 +204,12 @@ struct thread_ctx_t {
 
 thread_ctx_t g_ctx[kThreads];
 thread_local thread_ctx_t* t_ctx = nullptr;
+// A finished worker keeps progressing its device until every rank's
+// workers have finished: a peer's put or get may still need this rank's
+// progress (libfabric tcp and the native shm fallback serve one-sided
+// operations in the target's progress).
+std::atomic<int> g_workers_finished{0};
+std::atomic<bool> g_all_finished{false};
 lci::rcomp_t g_rcomp[kThreads];
 std::vector<lci::rmr_t> g_rmrs;  // the window of every rank
 char* g_window = nullptr;
@@ -689,6 +695,13 @@ void worker(int t, std::chrono::steady_clock::time_point deadline,
                      g_rank, t, p, c.sr_sent[p], p, c.sr_recv_done[p]);
   // drain: nothing of this thread may remain in flight
   lci::wait_drained_x().device(c.dev)();
+  g_workers_finished.fetch_add(1);
+  while (!g_all_finished.load()) {
+    CHECK(std::chrono::steady_clock::now() < hard_deadline,
+          "thread %d: the other ranks did not finish before the hard deadline",
+          t);
+    lci::progress_x().device(c.dev)();
+  }
 }
 
 // Sends `v` to every peer and receives theirs on the default device.
@@ -851,18 +864,20 @@ int main(int argc, char** argv)
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back(worker, t, deadline, hard);
-  for (auto& th : threads) th.join();
+  // every rank's workers finished (each keeps its device progressed until
+  // then); the main thread polls only the default device meanwhile
+  while (g_workers_finished.load() < kThreads)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
+  allgather<int>(0, 5);
+  g_all_finished.store(true);
+  for (auto& th : threads) th.join();
 
   // the plain puts: the last one into each slot is there, once its sender
-  // has seen it complete. A put need not land before a later send on the
-  // same pair: the FIN, sent when a thread stops, may overtake a put still
-  // in flight (the native shm fallback pushes a large put's chunks as its
-  // target's ring has room, after the FIN). Every rank's threads have
-  // joined, so every put has completed, when this returns.
-  allgather<int>(0, 5);
+  // has seen it complete (every rank's workers have, after the allgather);
+  // a put need not land before a later send on the same pair.
   for (int t = 0; t < kThreads; ++t)
     for (int p = 0; p < g_nranks; ++p) {
       if (p == g_rank) continue;
