@@ -178,15 +178,19 @@ struct config_t {
 // the producer side of the ring this rank owns in a peer's segment
 struct alignas(64) tx_ring_t {
   util::spinlock_t lock;
+  // fallback transfers queued toward this peer (on the lock's line: every
+  // push reads it): a later message waits behind them (retry), so that
+  // messages and transfers arrive in the order posted (a FIN after a put
+  // lands after the put's data)
+  std::atomic<uint32_t> njobs{0};
   ring_producer_t prod;
   uint64_t* bell = nullptr;  // the peer's doorbell word holding our bit
   uint64_t bit = 0;
   // post_send_network sends waiting for the consumer's head: (end, ctx)
   std::deque<std::pair<uint64_t, void*>> network;
-  // fallback transfers queued toward this peer: a later message waits
-  // behind them (retry), so that messages and transfers arrive in the
-  // order posted (a FIN after a put lands after the put's data)
-  std::atomic<uint32_t> njobs{0};
+
+  // a message posted now would overtake a queued fallback transfer
+  bool jobs_ahead() const { return njobs.load(std::memory_order_acquire) != 0; }
 };
 
 struct peer_t {
@@ -373,8 +377,7 @@ class shm_device_t final : public device_t
     check_size(size);
     tx_ring_t& t = tx_[rank];
     if (!t.lock.try_lock()) return errorcode_t::retry_lock;
-    bool ok = t.njobs.load(std::memory_order_acquire) == 0 &&
-              t.prod.push(kMsg, buf, size);
+    bool ok = !t.jobs_ahead() && t.prod.push(kMsg, buf, size);
     if (ok) {
       t.network.emplace_back(t.prod.tail(), ctx);
       nnetwork_.fetch_add(1, std::memory_order_relaxed);
@@ -422,8 +425,7 @@ class shm_device_t final : public device_t
     // before any data moved
     tx_ring_t& t = tx_[rank];
     if (!t.lock.try_lock()) return errorcode_t::retry_lock;
-    if (t.njobs.load(std::memory_order_acquire) != 0 ||
-        !t.prod.fits(sizeof(imm))) {
+    if (t.jobs_ahead() || !t.prod.fits(sizeof(imm))) {
       t.lock.unlock();
       return errorcode_t::retry_nomem;
     }
@@ -596,7 +598,7 @@ class shm_device_t final : public device_t
     check_size(alen + blen);
     tx_ring_t& t = tx_[rank];
     if (!t.lock.try_lock()) return errorcode_t::retry_lock;
-    if (t.njobs.load(std::memory_order_acquire) != 0) {
+    if (t.jobs_ahead()) {
       t.lock.unlock();
       return errorcode_t::retry_nomem;  // behind a fallback transfer
     }
