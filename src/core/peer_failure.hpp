@@ -77,21 +77,13 @@ bool network_error_is_peer_failure(runtime_impl_t* rt, int rank,
 // Throws peer_failure_error for a failed rank not reported yet (if any).
 void report_peer_failure(runtime_impl_t* rt);
 
-// Progress, after a step: the periodic check, then the report.
-inline void peer_failure_poll(runtime_impl_t* rt, bool idle)
+// Progress's periodic upkeep (every 8th call in a row that found nothing
+// to do, every 64th that found work: a spinning thread polls every ~0.05
+// us, the clock's interval is 100 ms): the check when its interval has
+// passed, then the report of a failure not reported yet.
+inline void peer_failure_poll(runtime_impl_t* rt)
 {
-  if (rt->peer_check_ns != 0) {
-    // initial-exec: a fixed offset from the thread pointer (the default
-    // model in a shared library costs a __tls_get_addr call per progress)
-#if defined(__GNUC__) && !defined(__APPLE__)
-    thread_local uint32_t calls __attribute__((tls_model("initial-exec"))) = 0;
-#else
-    thread_local uint32_t calls = 0;
-#endif
-    // the clock: every 8th call that found nothing to do (a spinning
-    // thread polls every ~0.1 us; the interval is 100 ms), every 64th call
-    if ((++calls & (idle ? 7u : 63u)) == 0) maybe_check_peers(rt);
-  }
+  if (rt->peer_check_ns != 0) maybe_check_peers(rt);
   if (rt->nunreported.load(std::memory_order_relaxed) != 0)
     report_peer_failure(rt);
 }

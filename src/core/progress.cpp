@@ -458,9 +458,61 @@ size_t progress_starved(device_impl_t* dev)
   return n;
 }
 
+// After a poll that found n things to do: re-posts receives, and counts
+// the step while the pool is dry (progress_starved). Out of line: the
+// common poll needs none of it (needs_upkeep).
+[[gnu::noinline]] size_t progress_upkeep(device_impl_t* dev, size_t n)
+{
+  if (dev->nrecvs_posted.load(std::memory_order_relaxed) <
+          static_cast<int64_t>(dev->attr.net_max_recvs) ||
+      dev->recv_starved.load(std::memory_order_relaxed))
+    refill_recvs(dev);
+  if (n == 0) return progress_starved(dev);
+  if (dev->starved_idle.load(std::memory_order_relaxed) != 0)
+    dev->starved_idle.store(0, std::memory_order_relaxed);
+  return n;
+}
+
+// Whether progress_upkeep has anything to do after a poll that found n
+// things: a receive to re-post, a dry pool, or its step counts to reset
+// (one test on one cache line in the common case).
+inline bool needs_upkeep(const device_impl_t* dev, size_t n)
+{
+  return (dev->nrecvs_posted.load(std::memory_order_relaxed) <
+          static_cast<int64_t>(dev->attr.net_max_recvs)) |
+         dev->recv_starved.load(std::memory_order_relaxed) |
+         (dev->starved_idle.load(std::memory_order_relaxed) != 0) |
+         (dev->starved_scan_after.load(std::memory_order_relaxed) != 64) |
+         (n == 0 && dev->backlog.waiting_for_packet());
+}
+
+// A poll's completions from cqes[0..n) on, after one of them threw (the
+// exception being handled): each is handled even if one of them is bad;
+// then the receives are re-posted as after any poll, and the first error is
+// rethrown. Out of line: the common poll has no error.
+[[noreturn, gnu::noinline]] void finish_after_error(device_impl_t* dev,
+                                                    const net::cqe_t* cqes,
+                                                    size_t n)
+{
+  std::exception_ptr first_error = std::current_exception();
+  for (size_t i = 0; i < n; ++i) {
+    try {
+      handle_cqe(dev, cqes[i]);
+    } catch (...) {
+    }
+  }
+  if (dev->nrecvs_posted.load(std::memory_order_relaxed) <
+          static_cast<int64_t>(dev->attr.net_max_recvs) ||
+      dev->recv_starved.load(std::memory_order_relaxed))
+    refill_recvs(dev);
+  std::rethrow_exception(first_error);
+}
+
 // One progress step on a device: backlog, completions, receive refill.
-// Returns the number of things that happened.
-size_t progress_once(device_impl_t* dev)
+// Returns the number of things that happened. Inline: it is the body of
+// progress_device, every spinning thread's loop (each call layer and check
+// on the empty path lengthens the wait for the message that ends the spin).
+[[gnu::always_inline]] inline size_t progress_step(device_impl_t* dev)
 {
   constexpr size_t kBatch = 16;
   // small messages may come in place, in here (net.hpp, poll_comp)
@@ -474,28 +526,24 @@ size_t progress_once(device_impl_t* dev)
   } batch;
   net::cqe_t* cqes = batch.at;
   alignas(64) char scratch[kScratch];
-  size_t ncqes = dev->net->poll_comp(cqes, kBatch, scratch, kScratch);
-  n += ncqes;
-  std::exception_ptr first_error;
-  for (size_t i = 0; i < ncqes; ++i) {
-    // handle every completion even if one of them is bad, then report
+  const size_t ncqes = dev->net->poll_comp(cqes, kBatch, scratch, kScratch);
+  if (ncqes > 0) {
+    n += ncqes;
+    size_t i = 0;
     try {
-      handle_cqe(dev, cqes[i]);
+      for (; i < ncqes; ++i) handle_cqe(dev, cqes[i]);
     } catch (...) {
-      if (!first_error) first_error = std::current_exception();
+      finish_after_error(dev, cqes + i + 1, ncqes - i - 1);
     }
   }
-  // (inline: the common poll finds every receive still posted)
-  if (dev->nrecvs_posted.load(std::memory_order_relaxed) <
-          static_cast<int64_t>(dev->attr.net_max_recvs) ||
-      dev->recv_starved.load(std::memory_order_relaxed))
-    refill_recvs(dev);
-  if (first_error) std::rethrow_exception(first_error);
-  if (n == 0)
-    n = progress_starved(dev);
-  else if (dev->starved_idle.load(std::memory_order_relaxed) != 0)
-    dev->starved_idle.store(0, std::memory_order_relaxed);
+  if (__builtin_expect(needs_upkeep(dev, n), 0)) return progress_upkeep(dev, n);
   return n;
+}
+
+// The same step, out of line, for the pollers other than progress_device.
+[[gnu::noinline]] size_t progress_once(device_impl_t* dev)
+{
+  return progress_step(dev);
 }
 
 // Attentive progress: poll one other device of the runtime, chosen at
@@ -527,13 +575,35 @@ size_t progress_other(device_impl_t* self)
 
 }  // namespace
 
+namespace
+{
+
+// progress_device's upkeep every 8th call in a row that found nothing to
+// do (the peer check) and the yield after idle_spins of them (util/idle.hpp)
+[[gnu::noinline]] void progress_idle_upkeep(device_impl_t* dev, uint32_t* idle)
+{
+  if ((*idle & 7) == 0) peer_failure_poll(dev->runtime);
+  util::idle_yield(idle, dev->runtime->attr.idle_spins);
+}
+
+}  // namespace
+
 error_t progress_device(device_impl_t* dev)
 {
-  size_t n = progress_once(dev);
-  if (n == 0 && dev->runtime->attr.attentive_progress) n = progress_other(dev);
-  peer_failure_poll(dev->runtime, n == 0);
-  util::idle_polled(dev->runtime->attr.idle_spins, n > 0);
-  return n > 0 ? errorcode_t::done : errorcode_t::retry;
+  size_t n = progress_step(dev);
+  if (n == 0 && dev->attentive) n = progress_other(dev);
+  // the rest inline and short: it is in every spinning thread's loop
+  util::poll_counts_t& counts = util::g_poll_counts;
+  if (n > 0) {
+    counts.idle = 0;
+    if (__builtin_expect((++counts.busy & 63) == 0, 0))
+      peer_failure_poll(dev->runtime);
+    return errorcode_t::done;
+  }
+  const uint32_t idle = ++counts.idle;
+  if (__builtin_expect((idle & 7) == 0 || idle >= dev->yield_after, 0))
+    progress_idle_upkeep(dev, &counts.idle);
+  return errorcode_t::retry;
 }
 
 void drain_device(device_impl_t* dev)

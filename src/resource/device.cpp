@@ -1,5 +1,6 @@
 #include "resource/device.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/globals.hpp"
@@ -59,6 +60,10 @@ device_impl_t::device_impl_t(runtime_impl_t* rt, packet_pool_impl_t* p,
                              const device_attr_t& a)
     : attr(a), runtime(rt), pool(p)
 {
+  attentive = rt->attr.attentive_progress;
+  if (rt->attr.idle_spins != 0)
+    yield_after = static_cast<uint32_t>(
+        std::min<size_t>(rt->attr.idle_spins, UINT32_MAX));
   pending_sends.prev = pending_sends.next = &pending_sends;
   failed_sends.prev = failed_sends.next = &failed_sends;
   if (attr.net_max_recvs == 0 || attr.net_max_sends == 0 ||

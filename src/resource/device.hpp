@@ -6,6 +6,7 @@
 #define LCI_RESOURCE_DEVICE_HPP
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 
 #include "lci.hpp"
@@ -44,6 +45,10 @@ class device_impl_t
   packet_pool_impl_t* pool;  // supplies the pre-posted receives
   std::unique_ptr<net::device_t> net;
   size_t index = 0;  // slot in runtime->devices
+  // the runtime's progress attributes, copied here for every poll:
+  // attentive_progress, and idle_spins (0, never yield: UINT32_MAX)
+  bool attentive = false;
+  uint32_t yield_after = UINT32_MAX;
   // posts that must not return retry, retried in order by progress
   backlog_queue_t backlog;
 

@@ -14,28 +14,50 @@
 #define LCI_UTIL_IDLE_HPP
 
 #include <cstddef>
+#include <cstdint>
 #include <thread>
 
 namespace lci::util
 {
 
-// After each poll of this thread: did it find work? spins: the runtime's
-// idle_spins attribute (0: never yield).
-// (initial-exec: a fixed offset from the thread pointer; the default model
-// in a shared library reaches it through __tls_get_addr on every poll)
-inline void idle_polled(size_t spins, bool did_work)
-{
+// The progress counters of this thread: polls in a row that found nothing
+// to do, and polls that found work (core/progress.cpp progress_device
+// keeps them inline). Initial-exec: one block at a fixed offset from the
+// thread pointer (the default model in a shared library reaches it through
+// __tls_get_addr on every poll).
+struct poll_counts_t {
+  uint32_t idle = 0;
+  uint32_t busy = 0;
+};
 #if defined(__GNUC__) && !defined(__APPLE__)
-  thread_local size_t idle __attribute__((tls_model("initial-exec"))) = 0;
+inline thread_local poll_counts_t g_poll_counts
+    __attribute__((tls_model("initial-exec")));
 #else
-  thread_local size_t idle = 0;
+inline thread_local poll_counts_t g_poll_counts;
 #endif
-  if (did_work) {
-    idle = 0;
-  } else if (spins && ++idle >= spins) {
-    idle = 0;
+
+// The policy after `idle` polls in a row found nothing to do: gives the
+// core away once every `spins` of them (the runtime's idle_spins
+// attribute; 0: never).
+inline void idle_yield(uint32_t* idle, size_t spins)
+{
+  if (spins && *idle >= spins) {
+    *idle = 0;
     std::this_thread::yield();
   }
+}
+
+// After a poll of this thread that is not progress_device's (a wait with
+// nothing to progress): did it find work?
+inline void idle_polled(size_t spins, bool did_work)
+{
+  poll_counts_t& c = g_poll_counts;
+  if (did_work) {
+    c.idle = 0;
+    return;
+  }
+  ++c.idle;
+  idle_yield(&c.idle, spins);
 }
 
 }  // namespace lci::util
