@@ -741,9 +741,4 @@ status_t post_comm_x::call_lean(direction_t direction, int rank,
   return post_lean_checked(a, direction, local_comp);
 }
 
-error_t progress_x::call_impl(runtime_t runtime, device_t device)
-{
-  return progress_device(resolve_device(runtime, device, "progress").dev);
-}
-
 }  // namespace lci

@@ -606,6 +606,12 @@ error_t progress_device(device_impl_t* dev)
   return errorcode_t::retry;
 }
 
+// (here, with progress_device: the call folds into this one)
+error_t progress_x::call_impl(runtime_t runtime, device_t device)
+{
+  return progress_device(resolve_device(runtime, device, "progress").dev);
+}
+
 void drain_device(device_impl_t* dev)
 {
   using clock = std::chrono::steady_clock;

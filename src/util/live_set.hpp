@@ -43,7 +43,7 @@ namespace lci::util
 
 // The per-thread cache of check(): one entry per live set (sets are few:
 // one per kind of handle; sets beyond kSlots share entries by their index
-// modulo kSlots, which only costs hits). Defined in live_set.cpp, with the
+// modulo kSlots, which only costs hits). Defined below, with the
 // initial-exec TLS model: a fixed offset from the thread pointer, so that
 // check() inlines to a few loads and compares (no __tls_get_addr call).
 #if defined(__GNUC__) && !defined(__APPLE__)
@@ -60,8 +60,11 @@ struct live_cache_t {
   };
   static entry_t* entries();
 };
-extern thread_local live_cache_t::entry_t
-    g_live_cache[live_cache_t::kSlots] LCI_TLS_INITIAL_EXEC;
+// (an inline variable, constant-initialized: its definition is visible to
+// every use, which then needs no TLS init function call; 16 x 24 bytes,
+// well inside glibc's static TLS surplus for libraries loaded with dlopen)
+inline thread_local live_cache_t::entry_t
+    g_live_cache[live_cache_t::kSlots] LCI_TLS_INITIAL_EXEC = {};
 inline live_cache_t::entry_t* live_cache_t::entries() { return g_live_cache; }
 
 class live_set_t
