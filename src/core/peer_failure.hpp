@@ -77,10 +77,11 @@ bool network_error_is_peer_failure(runtime_impl_t* rt, int rank,
 // Throws peer_failure_error for a failed rank not reported yet (if any).
 void report_peer_failure(runtime_impl_t* rt);
 
-// Progress's periodic upkeep (every 8th call in a row that found nothing
-// to do, every 64th that found work: a spinning thread polls every ~0.05
-// us, the clock's interval is 100 ms): the check when its interval has
-// passed, then the report of a failure not reported yet.
+// Progress's periodic upkeep (progress_device: every 8th call in a row
+// that found nothing to do and at each idle yield, every 64th call that
+// found work; a spinning thread polls every ~0.05 us, the clock's interval
+// is 100 ms): the check when its interval has passed, then the report of a
+// failure not reported yet.
 inline void peer_failure_poll(runtime_impl_t* rt)
 {
   if (rt->peer_check_ns != 0) maybe_check_peers(rt);

@@ -458,15 +458,21 @@ size_t progress_starved(device_impl_t* dev)
   return n;
 }
 
+// Some pre-posted receive was consumed, or the last re-posting found the
+// pool empty.
+inline bool needs_refill(const device_impl_t* dev)
+{
+  return dev->nrecvs_posted.load(std::memory_order_relaxed) <
+             static_cast<int64_t>(dev->attr.net_max_recvs) ||
+         dev->recv_starved.load(std::memory_order_relaxed);
+}
+
 // After a poll that found n things to do: re-posts receives, and counts
 // the step while the pool is dry (progress_starved). Out of line: the
 // common poll needs none of it (needs_upkeep).
 [[gnu::noinline]] size_t progress_upkeep(device_impl_t* dev, size_t n)
 {
-  if (dev->nrecvs_posted.load(std::memory_order_relaxed) <
-          static_cast<int64_t>(dev->attr.net_max_recvs) ||
-      dev->recv_starved.load(std::memory_order_relaxed))
-    refill_recvs(dev);
+  if (needs_refill(dev)) refill_recvs(dev);
   if (n == 0) return progress_starved(dev);
   if (dev->starved_idle.load(std::memory_order_relaxed) != 0)
     dev->starved_idle.store(0, std::memory_order_relaxed);
@@ -478,6 +484,7 @@ size_t progress_starved(device_impl_t* dev)
 // (one test on one cache line in the common case).
 inline bool needs_upkeep(const device_impl_t* dev, size_t n)
 {
+  // (bitwise: one branch; the loads share the device's counters line)
   return (dev->nrecvs_posted.load(std::memory_order_relaxed) <
           static_cast<int64_t>(dev->attr.net_max_recvs)) |
          dev->recv_starved.load(std::memory_order_relaxed) |
@@ -501,10 +508,7 @@ inline bool needs_upkeep(const device_impl_t* dev, size_t n)
     } catch (...) {
     }
   }
-  if (dev->nrecvs_posted.load(std::memory_order_relaxed) <
-          static_cast<int64_t>(dev->attr.net_max_recvs) ||
-      dev->recv_starved.load(std::memory_order_relaxed))
-    refill_recvs(dev);
+  if (needs_refill(dev)) refill_recvs(dev);
   std::rethrow_exception(first_error);
 }
 
