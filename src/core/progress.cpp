@@ -577,16 +577,11 @@ size_t progress_other(device_impl_t* self)
   return n;
 }
 
-}  // namespace
-
-namespace
-{
-
-// progress_device's upkeep every 8th call in a row that found nothing to
+// What progress_device does every 8th call in a row that found nothing to
 // do and at each yield (after idle_spins of them, util/idle.hpp): the peer
-// check, and the yield. (Both: with idle_spins below 8 the count restarts
-// at every yield and never reaches 8.)
-[[gnu::noinline]] void progress_idle_upkeep(device_impl_t* dev, uint32_t* idle)
+// check, then the yield if due. (At every yield too: with idle_spins below
+// 8 the count restarts at each yield and never reaches 8.)
+[[gnu::noinline]] void peer_check_and_yield(device_impl_t* dev, uint32_t* idle)
 {
   peer_failure_poll(dev->runtime);
   util::idle_yield(idle, dev->runtime->attr.idle_spins);
@@ -608,7 +603,7 @@ error_t progress_device(device_impl_t* dev)
   }
   const uint32_t idle = ++counts.idle;
   if (__builtin_expect((idle & 7) == 0 || idle >= dev->yield_after, 0))
-    progress_idle_upkeep(dev, &counts.idle);
+    peer_check_and_yield(dev, &counts.idle);
   return errorcode_t::retry;
 }
 
