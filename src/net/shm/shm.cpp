@@ -86,10 +86,12 @@ struct chunk_hdr_t {
   uint64_t addr;
   uint64_t ctx;  // the initiator's operation
   uint64_t imm;
-  uint32_t flags;  // kLast, kHasImm
+  uint32_t flags;  // kLast, kHasImm, kNoAck
   uint32_t pad_;
 };
-constexpr uint32_t kLast = 1, kHasImm = 2;
+// kNoAck: the initiator completed the write when it pushed the last chunk
+// (post_write without `delivered`): the target sends no kWriteAck
+constexpr uint32_t kLast = 1, kHasImm = 2, kNoAck = 4;
 
 struct read_req_t {
   uint64_t raddr;  // in the target
@@ -170,6 +172,9 @@ struct config_t {
   std::string node;  // net::node_id of this rank
   size_t ring_bytes;
   bool use_cma;
+  // RMA transfers of at least this many bytes use CMA (where a peer
+  // permits it); smaller ones go through the rings (shm_cma_threshold)
+  size_t cma_min;
   // shm_membarrier is on and this process is registered for the
   // membarrier (doorbell.hpp)
   bool membarrier;
@@ -210,6 +215,9 @@ struct tx_job_t {
   uint64_t ctx;
   uint64_t imm;
   bool has_imm;
+  // kWriteData: the target acks the last chunk (the write's completion);
+  // false: the write completes here once its last chunk is pushed
+  bool ack = true;
 };
 
 struct recv_t {
@@ -395,10 +403,10 @@ class shm_device_t final : public device_t
   }
 
   error_t post_write(int rank, const void* buf, size_t size, void*,
-                     const remote_t& remote, void* ctx, bool) override
+                     const remote_t& remote, void* ctx, bool delivered) override
   {
     const uint64_t raddr = remote.base + remote.disp;
-    if (peers_[rank].cma) {
+    if (by_cma(rank, size)) {
       // CMA copies synchronously: delivered on return
       bool ok =
           cma(peers_[rank].pid, const_cast<void*>(buf), raddr, size, true);
@@ -406,8 +414,11 @@ class shm_device_t final : public device_t
                      ok ? nullptr : "process_vm_writev failed");
       return errorcode_t::posted;
     }
+    // through the rings: complete once pushed unless delivery is asked
+    // for (the chunks precede any later message: caps().ordered_writes)
     add_job(tx_job_t{rank, kWriteData, static_cast<const char*>(buf), size,
-                     raddr, reinterpret_cast<uintptr_t>(ctx), 0, false});
+                     raddr, reinterpret_cast<uintptr_t>(ctx), 0, false,
+                     delivered});
     return errorcode_t::posted;
   }
 
@@ -416,7 +427,7 @@ class shm_device_t final : public device_t
                         void* ctx) override
   {
     const uint64_t raddr = remote.base + remote.disp;
-    if (!peers_[rank].cma) {
+    if (!by_cma(rank, size)) {
       add_job(tx_job_t{rank, kWriteData, static_cast<const char*>(buf), size,
                        raddr, reinterpret_cast<uintptr_t>(ctx), imm, true});
       return errorcode_t::posted;
@@ -444,7 +455,7 @@ class shm_device_t final : public device_t
                     const remote_t& remote, void* ctx) override
   {
     const uint64_t raddr = remote.base + remote.disp;
-    if (peers_[rank].cma) {
+    if (by_cma(rank, size)) {
       bool ok = cma(peers_[rank].pid, buf, raddr, size, false);
       complete_local(cqe_t::kind_t::read, ctx,
                      ok ? nullptr : "process_vm_readv failed");
@@ -576,6 +587,13 @@ class shm_device_t final : public device_t
     }
   }
 
+  // whether an RMA transfer of `size` bytes with `rank` takes one copy
+  // with CMA (else data chunks through the rings)
+  bool by_cma(int rank, size_t size) const
+  {
+    return peers_[rank].cma && size >= cfg_.cma_min;
+  }
+
   void check_size(size_t size)
   {
     if (size > tx_[0].prod.max_payload())
@@ -692,6 +710,7 @@ class shm_device_t final : public device_t
         chunk_hdr_t h{j.dst, j.ctx, j.imm, 0, 0};
         if (len == j.remaining) h.flags |= kLast;
         if (j.has_imm) h.flags |= kHasImm;
+        if (!j.ack) h.flags |= kNoAck;
         if (!t.prod.push(j.type, &h, sizeof(h), j.src, len)) break;
         pushed = true;
         j.src += len;
@@ -705,6 +724,8 @@ class shm_device_t final : public device_t
     }
     if (pushed) ring_bell(t);
     t.lock.unlock();
+    if (j.type == 0 && !j.ack)  // its last chunk is in the ring
+      complete_local(cqe_t::kind_t::write, reinterpret_cast<void*>(j.ctx));
     return j.type == 0 || (j.type == kWriteAck && j.remaining == 0);
   }
 
@@ -906,7 +927,8 @@ class shm_device_t final : public device_t
         if (h.flags & kHasImm)
           out[(*n)++] =
               cqe_t{cqe_t::kind_t::remote_write, nullptr, 0, h.imm, nullptr};
-        add_job(tx_job_t{r, kWriteAck, nullptr, 1, 0, h.ctx, 0, false});
+        if (!(h.flags & kNoAck))
+          add_job(tx_job_t{r, kWriteAck, nullptr, 1, 0, h.ctx, 0, false});
         return true;
       }
       case kWriteAck: {
@@ -973,6 +995,7 @@ class shm_context_t final : public context_t
     cfg_.rank_n = rank_n;
     cfg_.node = node;
     cfg_.use_cma = attr.shm_cma;
+    cfg_.cma_min = attr.shm_cma_threshold;
     cfg_.membarrier = attr.shm_membarrier && asym_fence_register();
     // a power of two that holds two of the largest packets
     size_t want = std::max<size_t>(attr.shm_ring_size,
@@ -997,6 +1020,8 @@ class shm_context_t final : public context_t
     caps_.imm_data_size = 8;
     caps_.mr_local = false;
     caps_.rma_virtual = true;
+    // chunks go ahead of later messages in the ring; CMA is synchronous
+    caps_.ordered_writes = true;
   }
 
   std::unique_ptr<device_t> alloc_device(const device_attr_t&) override
