@@ -161,7 +161,9 @@ class lci_transport_t
 
     void post_recvs(long n, size_t size)
     {
-      if (op_ == op_t::am) return;  // active messages need no receive
+      // active messages and puts need no receive (a put's signal comes
+      // to am_cq_)
+      if (op_ != op_t::sendrecv) return;
       use_sync_ = n == 1;
       const lci::comp_t c = use_sync_ ? recv_sync_ : recv_cq_;
       pending_recvs_ += post_n(n, [&] {
