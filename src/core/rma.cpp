@@ -135,14 +135,7 @@ status_t post_rma(const post_args_t& a, direction_t direction,
   plan.remote.rkey = a.rmr.opaque_rkey;
   plan.size = a.size;
   plan.frag = rt->max_rma_size;
-  // the signal follows the put's completion; it may follow a write that is
-  // only sent (not yet delivered) where the backend keeps writes in order
-  // with later messages. Every other put waits for delivery (comp_semantic
-  // network asks for it; a put without signal keeps it too, so that its
-  // completion still means the data is there)
-  plan.delivered =
-      !(put && a.rcomp != RCOMP_NULL && a.semantic == comp_semantic_t::memory &&
-        rt->net_context->caps().ordered_writes);
+  plan.delivered = true;
   const size_t n = plan.nfrags();
   op->remaining.store(n, std::memory_order_relaxed);
 

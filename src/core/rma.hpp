@@ -6,12 +6,7 @@
 //                   and the data is visible at the target.
 //   put with signal the same, then a signal message; the target's remote
 //                   completion is signalled (rank, tag, address, size) once
-//                   the data has landed. On a backend whose writes keep
-//                   order with later messages (caps_t::ordered_writes) and
-//                   with comp_semantic memory, the writes skip delivery
-//                   completion: the signal follows them once sent, and the
-//                   local completion means only that the buffer is
-//                   reusable.
+//                   the data has landed.
 //   get             RDMA read(s) into the local buffer; complete when the
 //                   data is there.
 //   get with signal the same, then a signal message; when the target's

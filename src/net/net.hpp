@@ -44,11 +44,6 @@ struct caps_t {
   // a registration's rma_base is its virtual address (else 0: peers
   // address the region by offset)
   bool rma_virtual = false;
-  // post_write(delivered = false) keeps order with messages: its data is in
-  // the target's memory before the target handles any message this device
-  // posts to the same peer after the write's completion (so a signal sent
-  // then needs no delivered write before it)
-  bool ordered_writes = false;
 };
 
 // A memory registration, valid on every device of the context.

@@ -4,9 +4,7 @@
 // and get with signal at every protocol-boundary size up to 1 MiB, into and
 // out of regions the peers registered and shipped as rmrs; every byte and
 // every signal checked; a put's local completion means its data is visible
-// (checked after a message that follows it on the same device: with
-// comp_semantic memory a put with signal may complete before its data
-// landed where the backend keeps writes in order with later messages).
+// (checked after a message that follows it).
 // Phase 2 (--big-mib N, default 64): to the next rank, N MiB each way with
 // send/recv, put and get, while a third thread floods the peer with 8-byte
 // active messages (--flood M, default 20000); every byte checked, every

@@ -292,7 +292,6 @@ class hybrid_context_t final : public context_t
     caps_.mr_local = a.mr_local || b.mr_local;
     // rma_base is the virtual address (the local backend's), see the top
     caps_.rma_virtual = true;
-    caps_.ordered_writes = a.ordered_writes && b.ordered_writes;
   }
 
   std::unique_ptr<device_t> alloc_device(const device_attr_t& attr) override

@@ -86,12 +86,10 @@ struct chunk_hdr_t {
   uint64_t addr;
   uint64_t ctx;  // the initiator's operation
   uint64_t imm;
-  uint32_t flags;  // kLast, kHasImm, kNoAck
+  uint32_t flags;  // kLast, kHasImm
   uint32_t pad_;
 };
-// kNoAck: the initiator completed the write when it pushed the last chunk
-// (post_write without `delivered`): the target sends no kWriteAck
-constexpr uint32_t kLast = 1, kHasImm = 2, kNoAck = 4;
+constexpr uint32_t kLast = 1, kHasImm = 2;
 
 struct read_req_t {
   uint64_t raddr;  // in the target
@@ -215,9 +213,6 @@ struct tx_job_t {
   uint64_t ctx;
   uint64_t imm;
   bool has_imm;
-  // kWriteData: the target acks the last chunk (the write's completion);
-  // false: the write completes here once its last chunk is pushed
-  bool ack = true;
 };
 
 struct recv_t {
@@ -403,7 +398,7 @@ class shm_device_t final : public device_t
   }
 
   error_t post_write(int rank, const void* buf, size_t size, void*,
-                     const remote_t& remote, void* ctx, bool delivered) override
+                     const remote_t& remote, void* ctx, bool) override
   {
     const uint64_t raddr = remote.base + remote.disp;
     if (by_cma(rank, size)) {
@@ -414,11 +409,8 @@ class shm_device_t final : public device_t
                      ok ? nullptr : "process_vm_writev failed");
       return errorcode_t::posted;
     }
-    // through the rings: complete once pushed unless delivery is asked
-    // for (the chunks precede any later message: caps().ordered_writes)
     add_job(tx_job_t{rank, kWriteData, static_cast<const char*>(buf), size,
-                     raddr, reinterpret_cast<uintptr_t>(ctx), 0, false,
-                     delivered});
+                     raddr, reinterpret_cast<uintptr_t>(ctx), 0, false});
     return errorcode_t::posted;
   }
 
@@ -710,7 +702,6 @@ class shm_device_t final : public device_t
         chunk_hdr_t h{j.dst, j.ctx, j.imm, 0, 0};
         if (len == j.remaining) h.flags |= kLast;
         if (j.has_imm) h.flags |= kHasImm;
-        if (!j.ack) h.flags |= kNoAck;
         if (!t.prod.push(j.type, &h, sizeof(h), j.src, len)) break;
         pushed = true;
         j.src += len;
@@ -724,8 +715,6 @@ class shm_device_t final : public device_t
     }
     if (pushed) ring_bell(t);
     t.lock.unlock();
-    if (j.type == 0 && !j.ack)  // its last chunk is in the ring
-      complete_local(cqe_t::kind_t::write, reinterpret_cast<void*>(j.ctx));
     return j.type == 0 || (j.type == kWriteAck && j.remaining == 0);
   }
 
@@ -927,8 +916,7 @@ class shm_device_t final : public device_t
         if (h.flags & kHasImm)
           out[(*n)++] =
               cqe_t{cqe_t::kind_t::remote_write, nullptr, 0, h.imm, nullptr};
-        if (!(h.flags & kNoAck))
-          add_job(tx_job_t{r, kWriteAck, nullptr, 1, 0, h.ctx, 0, false});
+        add_job(tx_job_t{r, kWriteAck, nullptr, 1, 0, h.ctx, 0, false});
         return true;
       }
       case kWriteAck: {
@@ -1020,8 +1008,6 @@ class shm_context_t final : public context_t
     caps_.imm_data_size = 8;
     caps_.mr_local = false;
     caps_.rma_virtual = true;
-    // chunks go ahead of later messages in the ring; CMA is synchronous
-    caps_.ordered_writes = true;
   }
 
   std::unique_ptr<device_t> alloc_device(const device_attr_t&) override
