@@ -300,6 +300,12 @@ void deliver_bytes(device_impl_t* dev, const char* data, size_t len,
     case msg_type_t::signal:
       handle_signal(dev, hdr, payload, size);
       break;
+    case msg_type_t::put:
+      handle_put(dev, hdr, payload, size);
+      break;
+    case msg_type_t::put_ack:
+      handle_put_ack(dev, hdr, payload, size);
+      break;
     default:
       util::throw_fatal("progress: message of unknown type ",
                         static_cast<uint32_t>(hdr.type()), " from rank ",

@@ -24,6 +24,8 @@ size_t control_payload(msg_type_t type)
       return sizeof(fin_t);
     case msg_type_t::signal:
       return sizeof(signal_t);
+    case msg_type_t::put_ack:
+      return sizeof(uint64_t);
     default:
       return 0;
   }
@@ -43,7 +45,7 @@ const char* check_message(const void* data, size_t len, int rank_n,
   }
   const uint32_t type = static_cast<uint32_t>(h.type());
   if (type < static_cast<uint32_t>(msg_type_t::send) ||
-      type > static_cast<uint32_t>(msg_type_t::signal))
+      type > static_cast<uint32_t>(msg_type_t::put_ack))
     return "unknown message type";
   if (static_cast<uint32_t>(h.policy()) >
       static_cast<uint32_t>(matching_policy_t::rank_tag))
@@ -53,6 +55,13 @@ const char* check_message(const void* data, size_t len, int rank_n,
   const size_t expected = control_payload(h.type());
   if (expected != 0 && payload != expected)
     return "control message of the wrong size";
+  if (h.type() == msg_type_t::put) {
+    put_t put;
+    if (payload < sizeof(put)) return "put message shorter than its signal";
+    std::memcpy(&put, static_cast<const char*>(data) + sizeof(h), sizeof(put));
+    if (put.signal.size != payload - sizeof(put))
+      return "put message whose signal names another size";
+  }
   if (h.type() == msg_type_t::rts_send || h.type() == msg_type_t::rts_am) {
     rts_t rts;
     std::memcpy(&rts, static_cast<const char*>(data) + sizeof(h), sizeof(rts));

@@ -26,6 +26,9 @@ enum class msg_type_t : uint32_t {
   rtr = 5,       // ready to receive: rtr_t
   fin = 6,       // a rendezvous transfer is over: fin_t
   signal = 7,    // a put or get with signal finished: signal_t; aux = rcomp
+  put = 8,       // a small put with signal: put_t, then its data (of
+                 // put_t::signal.size bytes); aux = rcomp
+  put_ack = 9,   // the data of a small put with signal landed: put_t::ctx
 };
 
 struct msg_header_t {
@@ -101,6 +104,15 @@ struct signal_t {
   uint64_t rkey;
   uint64_t disp;  // offset in the region
   uint64_t size;
+};
+
+// A small put with signal in one message (msg_type_t::put): the signal, the
+// initiator's operation (its id in the runtime's rma_ops, echoed by the
+// target's put_ack once the data has landed: the put's local completion),
+// then the data.
+struct put_t {
+  signal_t signal;
+  uint64_t ctx;
 };
 
 // The inject protocol copies header and payload into a stack buffer of this

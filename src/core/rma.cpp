@@ -1,6 +1,7 @@
 #include "core/rma.hpp"
 
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 
@@ -17,6 +18,18 @@ namespace lci
 namespace
 {
 
+// The header of a put's or get's signal (msg_type_t::signal), of a small
+// put with signal (msg_type_t::put) or of its ack (msg_type_t::put_ack).
+msg_header_t signal_header(runtime_impl_t* rt, msg_type_t type, tag_t tag,
+                           rcomp_t rcomp)
+{
+  msg_header_t hdr;
+  hdr.tag = tag;
+  hdr.rank = rt->rank_me;
+  hdr.meta = msg_header_t::make_meta(type, matching_policy_t::none, rcomp);
+  return hdr;
+}
+
 class rma_op_t final : public transfer_op_t
 {
  public:
@@ -31,6 +44,9 @@ class rma_op_t final : public transfer_op_t
   comp_impl_t* comp;
   void* user_context;
   signal_t signal;  // what the signal message says (with rcomp)
+  // a small put with signal: the signal went with the data (msg_type_t::put)
+  // and the one completion is the target's put_ack
+  bool signal_sent = false;
   mr_use_t mr;
   std::atomic<size_t> remaining{0};
   std::atomic<const char*> error{nullptr};
@@ -63,31 +79,71 @@ class rma_op_t final : public transfer_op_t
                         " (remote_disp ", disp,
                         ") failed: the network reported: ", why);
     }
-    if (rcomp != RCOMP_NULL) send_signal(dev, rank, tag, rcomp, signal);
+    if (rcomp != RCOMP_NULL && !signal_sent)
+      send_signal(dev, rank, tag, rcomp, signal);
     status_t s = done_status(rank, buffer, size, tag, user_context);
     comp_impl_t* c = comp;
     delete this;
     c->signal(s);
   }
 
-  static msg_header_t signal_header(runtime_impl_t* rt, tag_t tag,
-                                    rcomp_t rcomp)
-  {
-    msg_header_t hdr;
-    hdr.tag = tag;
-    hdr.rank = rt->rank_me;
-    hdr.meta = msg_header_t::make_meta(msg_type_t::signal,
-                                       matching_policy_t::none, rcomp);
-    return hdr;
-  }
-
   static void send_signal(device_impl_t* dev, int rank, tag_t tag,
                           rcomp_t rcomp, const signal_t& sig)
   {
-    send_control(dev, rank, signal_header(dev->runtime, tag, rcomp), &sig,
-                 sizeof(sig));
+    send_control(dev, rank,
+                 signal_header(dev->runtime, msg_type_t::signal, tag, rcomp),
+                 &sig, sizeof(sig));
   }
 };
+
+// A small put with signal (post_rma decides): header, put_t and data as one
+// injected message. The target copies the data into its region, signals,
+// and acks; the ack completes `op`. posted, or a retry code (nothing was
+// sent).
+error_t send_put(const post_args_t& a, rma_op_t* op)
+{
+  const msg_header_t hdr = signal_header(a.rt, msg_type_t::put, a.tag, a.rcomp);
+  const put_t put{op->signal, op->id};
+  char head[sizeof(hdr) + sizeof(put)];
+  std::memcpy(head, &hdr, sizeof(hdr));
+  std::memcpy(head + sizeof(hdr), &put, sizeof(put));
+  return a.dev->net->post_inject_gather(a.rank, head, sizeof(head), a.buffer,
+                                        a.size);
+}
+
+// The target's side of a put or get with signal: its remote completion is
+// signalled with the address of the bytes in the region. `data` (a small
+// put's bytes, msg_type_t::put) is copied there first.
+void land_signal(device_impl_t* dev, const msg_header_t& hdr,
+                 const signal_t& sig, const char* data)
+{
+  runtime_impl_t* rt = dev->runtime;
+  comp_impl_t* comp = rt->rcomps.get(hdr.aux(), nullptr);
+  if (!comp)
+    util::throw_fatal("progress: a put or get with signal from rank ", hdr.rank,
+                      " targets remote completion ", hdr.aux(),
+                      ", which is not registered here");
+  // the address of the bytes at this end, if the region is still registered
+  mr_impl_t* mr = rt->mrs.find(sig.rkey);
+  if (mr && (sig.disp > mr->size || sig.size > mr->size - sig.disp))
+    util::throw_fatal("progress: a put or get with signal from rank ", hdr.rank,
+                      " names bytes [", sig.disp, ", +", sig.size,
+                      ") outside its ", mr->size, "-byte region");
+  if (data) {
+    if (!mr)
+      util::throw_fatal("progress: a ", sig.size,
+                        "-byte put with signal from rank ", hdr.rank,
+                        " targets a region (key ", sig.rkey,
+                        ") that is not registered here");
+    std::memcpy(mr->address + sig.disp, data, sig.size);
+  }
+  status_t s(errorcode_t::done);
+  s.rank = hdr.rank;
+  s.tag = hdr.tag;
+  s.size = sig.size;
+  s.buffer = mr ? mr->address + sig.disp : nullptr;
+  comp->signal(s);
+}
 
 }  // namespace
 
@@ -102,9 +158,10 @@ status_t post_rma(const post_args_t& a, direction_t direction,
   if (a.size == 0) {
     // nothing to move; a signal still tells the target
     if (a.rcomp != RCOMP_NULL) {
-      error_t e = try_send_control(a.dev, a.pool, a.rank,
-                                   rma_op_t::signal_header(rt, a.tag, a.rcomp),
-                                   &sig, sizeof(sig));
+      error_t e = try_send_control(
+          a.dev, a.pool, a.rank,
+          signal_header(rt, msg_type_t::signal, a.tag, a.rcomp), &sig,
+          sizeof(sig));
       if (e.is_retry()) return status_t(e.errorcode);
     }
     return done_status(a);
@@ -122,7 +179,15 @@ status_t post_rma(const post_args_t& a, direction_t direction,
   op->comp = comp;
   op->user_context = a.user_context;
   op->signal = sig;
-  op->mr.acquire(rt, a.mr, a.buffer, a.size, false, call);
+  // a small put with signal: one injected message with the data (no
+  // registration); the target's ack completes the put, so the completion
+  // still means the data is there. (In a packet, beyond the inject size,
+  // it would copy the data twice more than the writes: no gain.)
+  const bool small =
+      put && a.rcomp != RCOMP_NULL &&
+      sizeof(msg_header_t) + sizeof(put_t) + a.size <= rt->max_inject_wire;
+  op->signal_sent = small;
+  if (!small) op->mr.acquire(rt, a.mr, a.buffer, a.size, false, call);
 
   transfer_plan_t plan{};
   plan.kind =
@@ -136,7 +201,7 @@ status_t post_rma(const post_args_t& a, direction_t direction,
   plan.size = a.size;
   plan.frag = rt->max_rma_size;
   plan.delivered = true;
-  const size_t n = plan.nfrags();
+  const size_t n = small ? 1 : plan.nfrags();
   op->remaining.store(n, std::memory_order_relaxed);
 
   // the first fragment decides between posted and retry
@@ -150,7 +215,7 @@ status_t post_rma(const post_args_t& a, direction_t direction,
     delete raw;
     throw_peer_failed(rt, a.rank, call);
   }
-  error_t e = post_fragment(a.dev, plan, 0, raw);
+  error_t e = small ? send_put(a, raw) : post_fragment(a.dev, plan, 0, raw);
   if (e.is_retry()) {
     // not claimed: a peer failure took it and signalled its completion
     if (!raw->claim()) return status_t(errorcode_t::posted);
@@ -159,36 +224,60 @@ status_t post_rma(const post_args_t& a, direction_t direction,
     return status_t(e.errorcode);
   }
   // raw may complete at once on another thread
-  if (n > 1) post_fragments(a.dev, plan, 1, raw);
+  if (n > 1 && !small) post_fragments(a.dev, plan, 1, raw);
   return status_t(errorcode_t::posted);
 }
 
 void handle_signal(device_impl_t* dev, const msg_header_t& hdr,
                    const char* payload, size_t size)
 {
-  runtime_impl_t* rt = dev->runtime;
   if (size != sizeof(signal_t))
     util::throw_fatal("progress: a ", size, "-byte signal message from rank ",
                       hdr.rank);
   signal_t sig;
   std::memcpy(&sig, payload, sizeof(sig));
-  comp_impl_t* comp = rt->rcomps.get(hdr.aux(), nullptr);
-  if (!comp)
-    util::throw_fatal("progress: a put or get with signal from rank ", hdr.rank,
-                      " targets remote completion ", hdr.aux(),
-                      ", which is not registered here");
-  status_t s(errorcode_t::done);
-  s.rank = hdr.rank;
-  s.tag = hdr.tag;
-  s.size = sig.size;
-  // the address of the bytes at this end, if the region is still registered
-  mr_impl_t* mr = rt->mrs.find(sig.rkey);
-  if (mr && (sig.disp > mr->size || sig.size > mr->size - sig.disp))
-    util::throw_fatal("progress: a put or get with signal from rank ", hdr.rank,
-                      " names bytes [", sig.disp, ", +", sig.size,
-                      ") outside its ", mr->size, "-byte region");
-  s.buffer = mr ? mr->address + sig.disp : nullptr;
-  comp->signal(s);
+  land_signal(dev, hdr, sig, nullptr);
+}
+
+void handle_put(device_impl_t* dev, const msg_header_t& hdr,
+                const char* payload, size_t size)
+{
+  put_t put;
+  if (size < sizeof(put) || (std::memcpy(&put, payload, sizeof(put)),
+                             put.signal.size) != size - sizeof(put))
+    util::throw_fatal("progress: a malformed ", size,
+                      "-byte put message from rank ", hdr.rank);
+  land_signal(dev, hdr, put.signal, payload + sizeof(put));
+  // the data is there: the initiator's put is complete
+  send_control(dev, hdr.rank,
+               signal_header(dev->runtime, msg_type_t::put_ack, 0, 0), &put.ctx,
+               sizeof(put.ctx));
+}
+
+void handle_put_ack(device_impl_t* dev, const msg_header_t& hdr,
+                    const char* payload, size_t size)
+{
+  uint64_t ctx;
+  if (size != sizeof(ctx))
+    util::throw_fatal("progress: a ", size, "-byte put ack from rank ",
+                      hdr.rank);
+  std::memcpy(&ctx, payload, sizeof(ctx));
+  // the id names an operation of rma_ops only if that operation carries it
+  // (a stale or forged id is refused, never followed)
+  auto* op = ctx > UINT32_MAX
+                 ? nullptr
+                 : static_cast<rma_op_t*>(
+                       dev->runtime->rma_ops.get(static_cast<uint32_t>(ctx)));
+  if (!op || op->id != ctx || !op->signal_sent || op->rank != hdr.rank)
+    util::throw_fatal("progress: a put ack from rank ", hdr.rank,
+                      " names operation ", ctx,
+                      ", which is no put with signal to that rank awaiting "
+                      "one");
+  net::cqe_t c{};
+  c.kind = net::cqe_t::kind_t::write;
+  c.ctx = op;
+  c.rank = hdr.rank;
+  op->transfer_done(c);
 }
 
 void fail_rma_peer(runtime_impl_t* rt, int rank,

@@ -6,7 +6,10 @@
 //                   and the data is visible at the target.
 //   put with signal the same, then a signal message; the target's remote
 //                   completion is signalled (rank, tag, address, size) once
-//                   the data has landed.
+//                   the data has landed. Within the inject size: one
+//                   message with signal and data (msg_type_t::put), which
+//                   the target lands, signals and acks (put_ack, the
+//                   put's completion).
 //   get             RDMA read(s) into the local buffer; complete when the
 //                   data is there.
 //   get with signal the same, then a signal message; when the target's
@@ -39,6 +42,14 @@ status_t post_rma(const post_args_t& a, direction_t direction,
 // Progress: a signal message (the packet stays the caller's).
 void handle_signal(device_impl_t* dev, const msg_header_t& hdr,
                    const char* payload, size_t size);
+// Progress: a small put with signal (msg_type_t::put): the data is copied
+// into the region, the signal is signalled, the initiator gets a put_ack
+// (the packet stays the caller's).
+void handle_put(device_impl_t* dev, const msg_header_t& hdr,
+                const char* payload, size_t size);
+// Progress: the ack of a small put with signal: the put is complete.
+void handle_put_ack(device_impl_t* dev, const msg_header_t& hdr,
+                    const char* payload, size_t size);
 
 }  // namespace lci
 

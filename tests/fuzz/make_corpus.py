@@ -15,7 +15,7 @@ import os
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SEND, AM, RTS_SEND, RTS_AM, RTR, FIN, SIGNAL = range(1, 8)
+SEND, AM, RTS_SEND, RTS_AM, RTR, FIN, SIGNAL, PUT, PUT_ACK = range(1, 10)
 RANK_TAG = 3
 
 
@@ -46,8 +46,14 @@ PACKETS = {
     "signal_counter": header(15, 0, SIGNAL, 0) + struct.pack("<QQQ", 1, 0, 8),
     "signal_unregistered": header(15, 0, SIGNAL, 5)
     + struct.pack("<QQQ", 1, 0, 8),
+    # a small put with signal: signal (rkey, disp, size), operation id, data
+    "put_counter": header(16, 0, PUT, 0) + struct.pack("<QQQQ", 1, 0, 4, 3)
+    + b"data",
+    "put_bad_size": header(16, 0, PUT, 0) + struct.pack("<QQQQ", 1, 0, 9, 3)
+    + b"data",
+    "put_ack_unknown": header(17, 0, PUT_ACK, 0) + struct.pack("<Q", 5),
     "short": b"\x01\x02\x03",
-    "bad_type": header(1, 0, 9, 0) + b"?",
+    "bad_type": header(1, 0, 12, 0) + b"?",
     "bad_rank": header(1, 5, SEND, 0) + b"?",
     "bad_policy": header(1, 0, SEND, 0, policy=9) + b"?",
 }
