@@ -2,10 +2,11 @@
 # Rotations of the native shm backend's RMA and rendezvous latencies
 # (docs/PERFORMANCE.md, "Native shm RMA below 64 KiB through the rings").
 #
-#   benchmarks/shm_rma_rotations.sh libs OLD_BUILD NEW_BUILD ROUNDS OUT.csv
+#   benchmarks/shm_rma_rotations.sh libs ROUNDS OUT.csv LABEL=BUILD...
 #     each rotation: the c2c probe; lci_latency (put with signal and
-#     send/recv) of the library built in OLD_BUILD, then of NEW_BUILD; the
-#     MPI twins (Open MPI, MPICH) at the send/recv sizes; the probe again.
+#     send/recv) of the library built in each BUILD, in the order given
+#     (rows labelled lci_LABEL); the MPI twins (Open MPI, MPICH, built in
+#     the first BUILD) at the send/recv sizes; the probe again.
 #   benchmarks/shm_rma_rotations.sh threshold BUILD ROUNDS OUT.csv
 #     each rotation: the probe; with LCI_ATTR_SHM_CMA_THRESHOLD=0 (CMA at
 #     every size) then 1 GiB (the rings at every size), put latency and
@@ -30,7 +31,9 @@ lci() {  # lci BUILD PROGRAM ARGS...
 mode=${1:-}
 case "$mode" in
   libs)
-    old=$2 new=$3 n=$4 out=$5
+    n=$2 out=$3
+    shift 3
+    first=${1#*=}
     echo "rotation,probe_before_ns,probe_after_ns,library,op,size,median_us" >"$out"
     ompi="timeout 120 tools/lo-netns mpirun.openmpi --allow-run-as-root \
 --oversubscribe --bind-to none --mca btl self,vader --mca pml ob1 -n 2"
@@ -38,19 +41,18 @@ case "$mode" in
     for i in $(seq "$n"); do
       s1=$(probe)
       rows=()
-      for lib in old new; do
-        b=$old
-        [ "$lib" = new ] && b=$new
+      for lb in "$@"; do
+        lib=${lb%%=*} b=${lb#*=}
         while read -r l; do rows+=("lci_$lib,put,$l"); done < <(
-          lci "$b" lci_latency --op put --sizes 8,4K,32K,64K,512K)
+          lci "$b" lci_latency --op put --sizes 8,64,512,4K,32K,512K)
         while read -r l; do rows+=("lci_$lib,sendrecv,$l"); done < <(
           lci "$b" lci_latency --op sendrecv --sizes 16K,32K,64K,256K)
       done
       while read -r l; do rows+=("openmpi,sendrecv,$l"); done < <(
-        $ompi "$new/benchmarks/mpi/mpi_latency_openmpi" \
+        $ompi "$first/benchmarks/mpi/mpi_latency_openmpi" \
           --sizes 16K,32K,64K,256K 2>&1 | val)
       while read -r l; do rows+=("mpich,sendrecv,$l"); done < <(
-        UCX_TLS=self,sm $mpich "$new/benchmarks/mpi/mpi_latency_mpich" \
+        UCX_TLS=self,sm $mpich "$first/benchmarks/mpi/mpi_latency_mpich" \
           --sizes 16K,32K,64K,256K 2>&1 | val)
       s2=$(probe)
       for x in "${rows[@]}"; do echo "$i,$s1,$s2,$x" >>"$out"; done
@@ -75,7 +77,7 @@ case "$mode" in
     done
     ;;
   *)
-    sed -n '2,16p' "$0"
+    sed -n '2,17p' "$0"
     exit 2
     ;;
 esac

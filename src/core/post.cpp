@@ -645,6 +645,11 @@ inline void lean_args(post_args_t* a, const rt_dev_t& rd, int rank,
 
 }  // namespace
 
+size_t eager_payload_limit(packet_pool_impl_t* send_pool, device_impl_t* dev)
+{
+  return eager_limit(send_pool, dev);
+}
+
 status_t post_comm_x::call_impl(
     direction_t direction, int rank, void* local_buffer, size_t size,
     comp_t local_comp, runtime_t runtime, device_t device,

@@ -35,6 +35,10 @@ struct post_args_t {
   packet_t* upacket = nullptr;  // the user packet that is the buffer, if any
 };
 
+// The largest payload of an eager message sent from `send_pool` on `dev`
+// (the smaller packet of the two, less the header).
+size_t eager_payload_limit(packet_pool_impl_t* send_pool, device_impl_t* dev);
+
 // The status of a communication that completed: done, with the fields of
 // the post.
 status_t done_status(const post_args_t& a);

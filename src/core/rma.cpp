@@ -7,9 +7,11 @@
 
 #include "core/control.hpp"
 #include "core/peer_failure.hpp"
+#include "core/send_comp.hpp"
 #include "core/transfer.hpp"
 #include "resource/device.hpp"
 #include "resource/mr.hpp"
+#include "resource/packet_pool.hpp"
 #include "resource/runtime.hpp"
 #include "util/error.hpp"
 
@@ -96,10 +98,17 @@ class rma_op_t final : public transfer_op_t
   }
 };
 
+// The largest small put with signal (header, put_t and data in one message)
+// in bytes. Measured on the native shm backend (docs/PERFORMANCE.md): one
+// message beats writes, their ack and a signal up to about 2 KiB of data;
+// at 4 KiB the copies through a packet cost more than the two crossings
+// saved.
+constexpr size_t kMaxSmallPutWire = 2048;
+
 // A small put with signal (post_rma decides): header, put_t and data as one
-// injected message. The target copies the data into its region, signals,
-// and acks; the ack completes `op`. posted, or a retry code (nothing was
-// sent).
+// message, injected or in a packet like an eager send. The target copies
+// the data into its region, signals, and acks; the ack completes `op`.
+// posted, or a retry code (nothing was sent).
 error_t send_put(const post_args_t& a, rma_op_t* op)
 {
   const msg_header_t hdr = signal_header(a.rt, msg_type_t::put, a.tag, a.rcomp);
@@ -107,8 +116,17 @@ error_t send_put(const post_args_t& a, rma_op_t* op)
   char head[sizeof(hdr) + sizeof(put)];
   std::memcpy(head, &hdr, sizeof(hdr));
   std::memcpy(head + sizeof(hdr), &put, sizeof(put));
-  return a.dev->net->post_inject_gather(a.rank, head, sizeof(head), a.buffer,
-                                        a.size);
+  const size_t wire = sizeof(head) + a.size;
+  if (wire <= a.rt->max_inject_wire)
+    return a.dev->net->post_inject_gather(a.rank, head, sizeof(head), a.buffer,
+                                          a.size);
+  packet_t* p = a.pool->get();
+  if (!p) return errorcode_t::retry_nopacket;
+  std::memcpy(p->data(), head, sizeof(head));
+  std::memcpy(p->data() + sizeof(head), a.buffer, a.size);
+  error_t e = post_packet(a.dev, a.rank, p, wire, nullptr, status_t());
+  if (e.is_retry()) packet_pool_impl_t::put(p);
+  return e;
 }
 
 // The target's side of a put or get with signal: its remote completion is
@@ -179,13 +197,13 @@ status_t post_rma(const post_args_t& a, direction_t direction,
   op->comp = comp;
   op->user_context = a.user_context;
   op->signal = sig;
-  // a small put with signal: one injected message with the data (no
-  // registration); the target's ack completes the put, so the completion
-  // still means the data is there. (In a packet, beyond the inject size,
-  // it would copy the data twice more than the writes: no gain.)
+  // a small put with signal: one message with the data (no registration);
+  // the target's ack completes the put, so the completion still means the
+  // data is there
+  const size_t wire = sizeof(msg_header_t) + sizeof(put_t) + a.size;
   const bool small =
-      put && a.rcomp != RCOMP_NULL &&
-      sizeof(msg_header_t) + sizeof(put_t) + a.size <= rt->max_inject_wire;
+      put && a.rcomp != RCOMP_NULL && wire <= kMaxSmallPutWire &&
+      wire <= sizeof(msg_header_t) + eager_payload_limit(a.pool, a.dev);
   op->signal_sent = small;
   if (!small) op->mr.acquire(rt, a.mr, a.buffer, a.size, false, call);
 

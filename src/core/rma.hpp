@@ -6,8 +6,8 @@
 //                   and the data is visible at the target.
 //   put with signal the same, then a signal message; the target's remote
 //                   completion is signalled (rank, tag, address, size) once
-//                   the data has landed. Within the inject size: one
-//                   message with signal and data (msg_type_t::put), which
+//                   the data has landed. Up to 2 KiB: one message with
+//                   signal and data (msg_type_t::put), which
 //                   the target lands, signals and acks (put_ack, the
 //                   put's completion).
 //   get             RDMA read(s) into the local buffer; complete when the
