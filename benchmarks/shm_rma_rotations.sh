@@ -44,7 +44,7 @@ case "$mode" in
       for lb in "$@"; do
         lib=${lb%%=*} b=${lb#*=}
         while read -r l; do rows+=("lci_$lib,put,$l"); done < <(
-          lci "$b" lci_latency --op put --sizes 8,64,512,4K,32K,512K)
+          lci "$b" lci_latency --op put --sizes 8,64,512,2K,4K,32K,512K)
         while read -r l; do rows+=("lci_$lib,sendrecv,$l"); done < <(
           lci "$b" lci_latency --op sendrecv --sizes 16K,32K,64K,256K)
       done
