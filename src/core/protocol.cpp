@@ -25,7 +25,7 @@ size_t control_payload(msg_type_t type)
     case msg_type_t::signal:
       return sizeof(signal_t);
     case msg_type_t::put_ack:
-      return sizeof(uint64_t);
+      return sizeof(put_ack_t);
     default:
       return 0;
   }

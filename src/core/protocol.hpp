@@ -28,7 +28,7 @@ enum class msg_type_t : uint32_t {
   signal = 7,    // a put or get with signal finished: signal_t; aux = rcomp
   put = 8,       // a small put with signal: put_t, then its data (of
                  // put_t::signal.size bytes); aux = rcomp
-  put_ack = 9,   // the data of a small put with signal landed: put_t::ctx
+  put_ack = 9,   // a small put with signal landed (or was refused): put_ack_t
 };
 
 struct msg_header_t {
@@ -113,6 +113,15 @@ struct signal_t {
 struct put_t {
   signal_t signal;
   uint64_t ctx;
+};
+
+// The target's answer to a small put with signal: its data landed and the
+// signal was signalled, or (refused != 0) the target could not take it (its
+// remote completion or region is not registered there: a fatal error at
+// the target, reported to the initiator this way).
+struct put_ack_t {
+  uint64_t ctx;
+  uint64_t refused;
 };
 
 // The inject protocol copies header and payload into a stack buffer of this

@@ -49,6 +49,7 @@ class rma_op_t final : public transfer_op_t
   // a small put with signal: the signal went with the data (msg_type_t::put)
   // and the one completion is the target's put_ack
   bool signal_sent = false;
+  bool refused = false;  // the target's put_ack refused it
   mr_use_t mr;
   std::atomic<size_t> remaining{0};
   std::atomic<const char*> error{nullptr};
@@ -63,8 +64,9 @@ class rma_op_t final : public transfer_op_t
     if (cqe.error) {
       error.store(cqe.error, std::memory_order_relaxed);
       // tcp: the connection to a dead rank was reset; declaring the failure
-      // fails this operation too (claim() below then says so)
-      network_error_is_peer_failure(rt, rank, cqe.error);
+      // fails this operation too (claim() below then says so). (A refusal
+      // came from a live target.)
+      if (!refused) network_error_is_peer_failure(rt, rank, cqe.error);
     }
     if (remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     if (!claim()) return;  // failed by a peer failure: kept by the runtime
@@ -75,11 +77,11 @@ class rma_op_t final : public transfer_op_t
       const int r = rank;
       const size_t n = size;
       const uint64_t disp = signal.disp;
+      const char* by = refused ? "" : "the network reported: ";
       delete this;
       util::throw_fatal("progress: the ", p ? "put" : "get", " of ", n,
                         " bytes ", p ? "to" : "from", " rank ", r,
-                        " (remote_disp ", disp,
-                        ") failed: the network reported: ", why);
+                        " (remote_disp ", disp, ") failed: ", by, why);
     }
     if (rcomp != RCOMP_NULL && !signal_sent)
       send_signal(dev, rank, tag, rcomp, signal);
@@ -261,40 +263,57 @@ void handle_put(device_impl_t* dev, const msg_header_t& hdr,
                 const char* payload, size_t size)
 {
   put_t put;
-  if (size < sizeof(put) || (std::memcpy(&put, payload, sizeof(put)),
-                             put.signal.size) != size - sizeof(put))
-    util::throw_fatal("progress: a malformed ", size,
-                      "-byte put message from rank ", hdr.rank);
-  land_signal(dev, hdr, put.signal, payload + sizeof(put));
-  // the data is there: the initiator's put is complete
-  send_control(dev, hdr.rank,
-               signal_header(dev->runtime, msg_type_t::put_ack, 0, 0), &put.ctx,
-               sizeof(put.ctx));
+  if (size < sizeof(put))
+    util::throw_fatal("progress: a ", size, "-byte put message from rank ",
+                      hdr.rank, " (shorter than its signal)");
+  std::memcpy(&put, payload, sizeof(put));
+  if (put.signal.size != size - sizeof(put))
+    util::throw_fatal("progress: a put message from rank ", hdr.rank,
+                      " carries ", size - sizeof(put),
+                      " bytes but its signal says ", put.signal.size);
+  // the initiator's put completes with the answer, landed or refused
+  put_ack_t ack{put.ctx, 0};
+  const msg_header_t ack_hdr =
+      signal_header(dev->runtime, msg_type_t::put_ack, 0, 0);
+  try {
+    land_signal(dev, hdr, put.signal, payload + sizeof(put));
+  } catch (const fatal_error&) {
+    ack.refused = 1;
+    send_control(dev, hdr.rank, ack_hdr, &ack, sizeof(ack));
+    throw;
+  }
+  send_control(dev, hdr.rank, ack_hdr, &ack, sizeof(ack));
 }
 
 void handle_put_ack(device_impl_t* dev, const msg_header_t& hdr,
                     const char* payload, size_t size)
 {
-  uint64_t ctx;
-  if (size != sizeof(ctx))
+  put_ack_t ack;
+  if (size != sizeof(ack))
     util::throw_fatal("progress: a ", size, "-byte put ack from rank ",
                       hdr.rank);
-  std::memcpy(&ctx, payload, sizeof(ctx));
+  std::memcpy(&ack, payload, sizeof(ack));
   // the id names an operation of rma_ops only if that operation carries it
   // (a stale or forged id is refused, never followed)
-  auto* op = ctx > UINT32_MAX
+  auto* op = ack.ctx > UINT32_MAX
                  ? nullptr
-                 : static_cast<rma_op_t*>(
-                       dev->runtime->rma_ops.get(static_cast<uint32_t>(ctx)));
-  if (!op || op->id != ctx || !op->signal_sent || op->rank != hdr.rank)
+                 : static_cast<rma_op_t*>(dev->runtime->rma_ops.get(
+                       static_cast<uint32_t>(ack.ctx)));
+  if (!op || op->id != ack.ctx || !op->signal_sent || op->rank != hdr.rank)
     util::throw_fatal("progress: a put ack from rank ", hdr.rank,
-                      " names operation ", ctx,
+                      " names operation ", ack.ctx,
                       ", which is no put with signal to that rank awaiting "
                       "one");
   net::cqe_t c{};
   c.kind = net::cqe_t::kind_t::write;
   c.ctx = op;
   c.rank = hdr.rank;
+  if (ack.refused) {
+    op->refused = true;
+    c.error =
+        "the target refused it (its remote completion or region is not "
+        "registered there)";
+  }
   op->transfer_done(c);
 }
 

@@ -51,7 +51,8 @@ PACKETS = {
     + b"data",
     "put_bad_size": header(16, 0, PUT, 0) + struct.pack("<QQQQ", 1, 0, 9, 3)
     + b"data",
-    "put_ack_unknown": header(17, 0, PUT_ACK, 0) + struct.pack("<Q", 5),
+    "put_ack_unknown": header(17, 0, PUT_ACK, 0) + struct.pack("<QQ", 5, 0),
+    "put_ack_refused": header(17, 0, PUT_ACK, 0) + struct.pack("<QQ", 1, 1),
     "short": b"\x01\x02\x03",
     "bad_type": header(1, 0, 12, 0) + b"?",
     "bad_rank": header(1, 5, SEND, 0) + b"?",

@@ -663,7 +663,8 @@ TEST_F(LciTest, RendezvousMessageLargerThanReceiveBuffer)
 }
 
 // A put with signal or an active message above the eager limit to a remote
-// completion that is not registered: the target's progress reports it.
+// completion that is not registered: the target's progress reports it, and
+// the initiator is told (the small put's ack, the rendezvous FIN).
 TEST_F(LciTest, SignalToUnregisteredRcomp)
 {
   lci::comp_t cq = lci::alloc_cq();
@@ -679,6 +680,9 @@ TEST_F(LciTest, SignalToUnregisteredRcomp)
   EXPECT_THAT(
       lci_test::progress_until_fatal(),
       AllOf(HasSubstr("not registered"), HasSubstr(std::to_string(rc))));
+  // the put's ack says so: the put fails (not left in flight)
+  EXPECT_THAT(lci_test::progress_until_fatal(),
+              AllOf(HasSubstr("the put of 64 bytes"), HasSubstr("refused")));
   std::vector<char> big(lci::get_max_bcopy_size() + 1, 'a');
   s = lci_test::post_retry(
       [&] { return lci::post_am(0, big.data(), big.size(), cq, rc); });
