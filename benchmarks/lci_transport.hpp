@@ -241,6 +241,9 @@ class lci_transport_t
       }
     }
 
+    // progress on this channel's device (its peer may send through it)
+    void keep_progress() { progress(); }
+
    private:
     static constexpr lci::tag_t kRmrTag = 0x524d52'00ull;  // "RMR" + thread
 

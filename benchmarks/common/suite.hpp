@@ -34,6 +34,9 @@
 //   void post_recvs(long n, size_t size);      receives for n messages
 //   void wait_recvs(long n);                   until n messages arrived
 //   void send_n(long n, size_t size);          n sends, buffers reusable
+//   void keep_progress();                      one step of progress for the
+//                                              peers' operations on this
+//                                              channel's resources
 #ifndef LCI_BENCHMARKS_COMMON_SUITE_HPP
 #define LCI_BENCHMARKS_COMMON_SUITE_HPP
 
@@ -322,7 +325,7 @@ int run_suite(T& tr, const options_t& o)
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
                 .count();
       } else {
-        std::atomic<int> ready{0};
+        std::atomic<int> ready{0}, finished{0};
         std::atomic<bool> go{false};
         std::vector<std::thread> ts;
         for (int t = 0; t < o.threads; ++t)
@@ -332,6 +335,11 @@ int run_suite(T& tr, const options_t& o)
             while (!go.load(std::memory_order_acquire))
               std::this_thread::yield();
             run_pattern(o.kind, *chans[t], lanes[t], size, o.window, n);
+            // a thread's resources may carry its peer thread's operations
+            // (--pairs: each sends on the other's device): keep them going
+            // until every thread is done
+            finished.fetch_add(1);
+            while (finished.load() < o.threads) chans[t]->keep_progress();
           });
         while (ready.load() < o.threads) std::this_thread::yield();
         auto t0 = std::chrono::steady_clock::now();
