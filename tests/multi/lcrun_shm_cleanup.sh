@@ -1,20 +1,37 @@
 #!/bin/sh
-# lcrun removes the native shm segments of a rank killed by a signal: each
+# lcrun removes the native shm segments of ranks that end by a signal: each
 # rank plants "/dev/shm/lci-shm-<its pid>-0-0" (as a rank killed before its
-# peers mapped its segment leaves) and kills itself with SIGKILL; after
-# lcrun returns, no planted file may remain.
-# Usage: lcrun_shm_cleanup.sh LCRUN
+# peers mapped its segment leaves), then
+#   kill  (default) kills itself with SIGKILL;
+#   term  ignores SIGTERM and sleeps past lcrun's --timeout, so lcrun's
+#         SIGTERM does nothing and its SIGKILL after the grace period ends
+#         it.
+# After lcrun returns, no planted file may remain.
+# Usage: lcrun_shm_cleanup.sh LCRUN [kill|term]
 lcrun=$1
+mode=${2:-kill}
 dir=$(mktemp -d) || exit 1
-cat > "$dir/rank.sh" <<'EOS'
+if [ "$mode" = term ]; then
+  cat > "$dir/rank.sh" <<'EOS'
+#!/bin/sh
+trap '' TERM
+: > /dev/shm/lci-shm-$$-0-0 || exit 3
+echo $$ >> "$(dirname "$0")/pids"
+sleep 30
+EOS
+  timeout=1
+else
+  cat > "$dir/rank.sh" <<'EOS'
 #!/bin/sh
 : > /dev/shm/lci-shm-$$-0-0 || exit 3
 echo $$ >> "$(dirname "$0")/pids"
 sleep 2  # both ranks plant before either dies
 kill -9 $$
 EOS
+  timeout=20
+fi
 chmod +x "$dir/rank.sh"
-"$lcrun" -n 2 --timeout 20 "$dir/rank.sh"
+"$lcrun" -n 2 --timeout "$timeout" "$dir/rank.sh"
 rc=$?
 status=0
 if [ "$rc" -eq 0 ]; then
@@ -35,5 +52,6 @@ if [ "$n" -ne 2 ]; then
   status=1
 fi
 rm -rf "$dir"
-[ "$status" -eq 0 ] && echo "lcrun removed the segments of its 2 killed ranks"
+[ "$status" -eq 0 ] &&
+  echo "lcrun removed the segments of its 2 killed ranks ($mode)"
 exit $status
