@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/peer_failure.hpp"
+#include "core/send_comp.hpp"
 #include "resource/device.hpp"
 #include "resource/packet_pool.hpp"
 #include "resource/runtime.hpp"
@@ -12,29 +13,28 @@
 namespace lci
 {
 
+error_t try_send_gather(device_impl_t* dev, packet_pool_impl_t* pool, int rank,
+                        const void* head, size_t hlen, const void* body,
+                        size_t blen)
+{
+  const size_t wire = hlen + blen;
+  if (wire <= dev->runtime->max_inject_wire)
+    return dev->net->post_inject_gather(rank, head, hlen, body, blen);
+  if (!pool) pool = dev->pool;
+  packet_t* p = pool->get();
+  if (!p) return errorcode_t::retry_nopacket;
+  std::memcpy(p->data(), head, hlen);
+  if (blen) std::memcpy(p->data() + hlen, body, blen);
+  error_t e = post_packet(dev, rank, p, wire, nullptr, status_t());
+  if (e.is_retry()) packet_pool_impl_t::put(p);
+  return e;
+}
+
 error_t try_send_control(device_impl_t* dev, packet_pool_impl_t* pool, int rank,
                          const msg_header_t& hdr, const void* payload,
                          size_t size)
 {
-  const size_t wire = sizeof(hdr) + size;
-  if (wire <= dev->runtime->max_inject_wire) {
-    alignas(16) char tmp[sizeof(msg_header_t) + kMaxControlPayload];
-    std::memcpy(tmp, &hdr, sizeof(hdr));
-    if (size) std::memcpy(tmp + sizeof(hdr), payload, size);
-    return dev->net->post_inject(rank, tmp, wire);
-  }
-  if (!pool) pool = dev->pool;
-  packet_t* p = pool->get();
-  if (!p) return errorcode_t::retry_nopacket;
-  std::memcpy(p->data(), &hdr, sizeof(hdr));
-  if (size) std::memcpy(p->data() + sizeof(hdr), payload, size);
-  dev->nsends_pending.fetch_add(1, std::memory_order_relaxed);
-  error_t e = dev->net->post_send(rank, p->data(), wire, p);
-  if (e.is_retry()) {
-    dev->nsends_pending.fetch_sub(1, std::memory_order_relaxed);
-    packet_pool_impl_t::put(p);
-  }
-  return e;
+  return try_send_gather(dev, pool, rank, &hdr, sizeof(hdr), payload, size);
 }
 
 void send_control(device_impl_t* dev, int rank, const msg_header_t& hdr,

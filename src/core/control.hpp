@@ -26,6 +26,12 @@ constexpr size_t kMaxControlPayload = 64;
 error_t try_send_control(device_impl_t* dev, packet_pool_impl_t* pool, int rank,
                          const msg_header_t& hdr, const void* payload,
                          size_t size);
+// The same for a message of `hlen` bytes at `head` (starting with its
+// header) followed by `blen` at `body`, which must fit one packet of `pool`
+// (any size up to that: a small put with signal carries its data so).
+error_t try_send_gather(device_impl_t* dev, packet_pool_impl_t* pool, int rank,
+                        const void* head, size_t hlen, const void* body,
+                        size_t blen);
 
 // Sends now, or queues in the device's backlog; never returns retry.
 void send_control(device_impl_t* dev, int rank, const msg_header_t& hdr,

@@ -7,11 +7,9 @@
 
 #include "core/control.hpp"
 #include "core/peer_failure.hpp"
-#include "core/send_comp.hpp"
 #include "core/transfer.hpp"
 #include "resource/device.hpp"
 #include "resource/mr.hpp"
-#include "resource/packet_pool.hpp"
 #include "resource/runtime.hpp"
 #include "util/error.hpp"
 
@@ -118,17 +116,8 @@ error_t send_put(const post_args_t& a, rma_op_t* op)
   char head[sizeof(hdr) + sizeof(put)];
   std::memcpy(head, &hdr, sizeof(hdr));
   std::memcpy(head + sizeof(hdr), &put, sizeof(put));
-  const size_t wire = sizeof(head) + a.size;
-  if (wire <= a.rt->max_inject_wire)
-    return a.dev->net->post_inject_gather(a.rank, head, sizeof(head), a.buffer,
-                                          a.size);
-  packet_t* p = a.pool->get();
-  if (!p) return errorcode_t::retry_nopacket;
-  std::memcpy(p->data(), head, sizeof(head));
-  std::memcpy(p->data() + sizeof(head), a.buffer, a.size);
-  error_t e = post_packet(a.dev, a.rank, p, wire, nullptr, status_t());
-  if (e.is_retry()) packet_pool_impl_t::put(p);
-  return e;
+  return try_send_gather(a.dev, a.pool, a.rank, head, sizeof(head), a.buffer,
+                         a.size);
 }
 
 // The target's side of a put or get with signal: its remote completion is
