@@ -9,7 +9,12 @@
 //   cmd=kvs-fence;              -> cmd=kvs-fence-response;rc=0;
 //   cmd=kvs-get;srcid=S;key=K;  -> cmd=kvs-get-response;found=TRUE;value=V;
 //   cmd=finalize;               -> cmd=finalize-response;rc=0;
-// PMI-2 has no barrier of its own: a fence with nothing put is one.
+// PMI-2 has no barrier of its own, and a fence alone is not one everywhere:
+// Slurm answers kvs-fence once every task has fenced, but hydra answers at
+// once and only counts the fence (an "epoch"); there a kvs-get of a key that
+// is missing waits until every rank has reached the getter's epoch. So the
+// barrier is a fence followed by a get of a key no rank ever puts: it returns
+// after every rank has fenced under both servers (found=FALSE is expected).
 // R is PMI_RANK (PMI_FD mode) or PMI_ID (hydra -pmi-port mode).
 #include <climits>
 #include <cstdio>
@@ -44,7 +49,7 @@ class pmi2_backend_t final : public backend_t, private kvs::store_t
   int rank_n() const override { return size_; }
   void allgather(const void* in, void* out, std::size_t size) override;
   void set_timeout(unsigned seconds) override { conn_->set_timeout(seconds); }
-  void barrier() override { fence(); }
+  void barrier() override;
 
  private:
   long long reply_int(const pmi_wire::message_t& reply, const char* key,
@@ -132,6 +137,20 @@ void pmi2_backend_t::put(const std::string& key, const std::string& value)
 void pmi2_backend_t::fence()
 {
   conn_->call_v2("cmd=kvs-fence;", "kvs-fence-response");
+}
+
+void pmi2_backend_t::barrier()
+{
+  fence();
+  // the key is never put (kvs_allgather's keys start with "lci<digit>")
+  std::string request =
+      "cmd=kvs-get;srcid=" + std::to_string(rank_) + ";key=lci-barrier;";
+  pmi_wire::message_t reply = conn_->call_v2(request, "kvs-get-response");
+  if (pmi_wire::get(reply, "found") == "TRUE") {
+    conn_->fail(brief_request(request) +
+                ": found a key that no rank puts (another program in this "
+                "PMI job?)");
+  }
 }
 
 std::string pmi2_backend_t::get(int rank, const std::string& key)
