@@ -53,10 +53,15 @@ def op(name, ret, args=(), attrs_of=None, sugar=None, doc="", lean=None):
 
 RESOURCES = [
     Resource("runtime", [
-        attr("std::string", "ofi_provider_name", "shm",
-             "libfabric provider of the runtime's network context "
-             "(shm on one node, tcp over loopback)",
-             choices=["shm", "tcp", "sockets", "verbs", "cxi", "efa"]),
+        attr("std::string", "ofi_provider_name", "auto",
+             "libfabric provider of the runtime's network context: auto "
+             "is shm when every rank runs on this host, else the first of "
+             "cxi, efa, verbs and tcp that libfabric offers here (tcp: on "
+             "the interface that routes to the other hosts, unless "
+             "FI_TCP_IFACE names one; docs/LAUNCHING.md); after allocation "
+             "the attribute reports the provider in force",
+             choices=["auto", "shm", "tcp", "sockets", "verbs", "cxi",
+                      "efa"]),
         attr("std::string", "backend", "auto",
              "network backend: ofi (libfabric, provider ofi_provider_name); "
              "shm (native shared memory: every rank on this node, no "
@@ -144,6 +149,13 @@ RESOURCES = [
              "(docs/RELIABILITY.md). Checked with a coarse clock when "
              "progress is idle or every 64 calls; 0 disables the check "
              "(network errors still report failures)"),
+        attr("size_t", "peer_timeout", 10000,
+             "milliseconds after which a peer rank on another host from "
+             "which nothing arrived (no message, no heartbeat) is declared "
+             "failed (docs/RELIABILITY.md): progress sends each such peer "
+             "a heartbeat every peer_timeout / 5 ms, so a live peer is "
+             "missed only when it makes no progress call for that long; "
+             "0 disables it (network errors still report failures)"),
         attr("size_t", "idle_spins", 64,
              "progress calls in a row on one thread that find nothing "
              "before that thread yields the core once (sched_yield): in "

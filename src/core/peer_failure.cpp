@@ -4,11 +4,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
+#include "core/control.hpp"
+#include "core/protocol.hpp"
 #include "core/recv.hpp"
 #include "core/send_comp.hpp"
 #include "core/transfer.hpp"
@@ -114,6 +118,45 @@ void fail_recvs(runtime_impl_t* rt, int rank)
   }
 }
 
+// One epoch of the watch of the peers on other hosts (the checking thread
+// only): a peer silent for timeout_epochs is failed; every
+// heartbeat_epochs each other one gets a heartbeat over `dev`. An epoch
+// passes only while this rank calls progress, so a rank that stops
+// calling it does not count its peers' silence meanwhile.
+void watch_remote_peers(runtime_impl_t* rt, device_impl_t* dev)
+{
+  const uint32_t e =
+      rt->watch_epoch.fetch_add(1, std::memory_order_relaxed) + 1;
+  const bool beat = dev && e % rt->heartbeat_epochs == 0;
+  for (int r = 0; r < rt->rank_n; ++r) {
+    if (!rt->peers[r].remote ||
+        rt->peer_state[r].load(std::memory_order_relaxed) != 0)
+      continue;
+    const uint32_t silent = e - rt->heard[r].load(std::memory_order_relaxed);
+    if (silent > rt->timeout_epochs) {
+      std::ostringstream why;
+      why << "nothing arrived from it (no message, no heartbeat) for "
+          << rt->attr.peer_timeout
+          << " ms (a peer on another host; runtime attribute peer_timeout)";
+      mark_peer_failed(rt, r, why.str());
+      continue;
+    }
+    if (!beat) continue;
+    msg_header_t hdr{};
+    hdr.rank = rt->rank_me;
+    hdr.meta = msg_header_t::make_meta(msg_type_t::heartbeat,
+                                       matching_policy_t::none, 0);
+    try {
+      // best effort: a busy or full queue skips this beat
+      try_send_control(dev, nullptr, r, hdr, nullptr, 0);
+    } catch (const fatal_error& err) {
+      mark_peer_failed(rt, r,
+                       std::string("the network refused a heartbeat to it: ") +
+                           err.what() + " (a peer on another host)");
+    }
+  }
+}
+
 }  // namespace
 
 process_desc_t describe_self()
@@ -135,7 +178,7 @@ void init_peer_tracking(runtime_impl_t* rt, const process_desc_t* all)
   rt->peers.resize(rt->rank_n);
   rt->peer_why.resize(rt->rank_n);
   rt->peer_state.reset(new std::atomic<uint8_t>[rt->rank_n]);
-  bool any_local = false;
+  bool any_local = false, any_remote = false;
   for (int r = 0; r < rt->rank_n; ++r) {
     rt->peer_state[r].store(0, std::memory_order_relaxed);
     peer_info_t& p = rt->peers[r];
@@ -144,11 +187,30 @@ void init_peer_tracking(runtime_impl_t* rt, const process_desc_t* all)
     p.same_host = r != rt->rank_me && me.host[0] != '\0' &&
                   std::strncmp(me.host, all[r].host, sizeof(me.host)) == 0 &&
                   me.pidns == all[r].pidns && p.pid > 0;
+    p.remote = r != rt->rank_me && !p.same_host;
     any_local = any_local || p.same_host;
+    any_remote = any_remote || p.remote;
   }
-  rt->peer_check_ns =
-      any_local ? static_cast<int64_t>(rt->attr.peer_check_interval) * 1000000
-                : 0;
+  rt->check_local = any_local && rt->attr.peer_check_interval > 0;
+  rt->watch_remote = any_remote && rt->attr.peer_timeout > 0;
+  // one interval serves both: the local one, shortened when the timeout
+  // is short, so that the timeout spans at least 10 epochs
+  size_t tick_ms =
+      rt->attr.peer_check_interval > 0 ? rt->attr.peer_check_interval : 100;
+  if (rt->watch_remote) {
+    tick_ms = std::min<size_t>(tick_ms,
+                               std::max<size_t>(1, rt->attr.peer_timeout / 10));
+    const size_t epochs = (rt->attr.peer_timeout + tick_ms - 1) / tick_ms;
+    rt->timeout_epochs = static_cast<uint32_t>(
+        std::min<size_t>(epochs, std::numeric_limits<uint32_t>::max() / 2));
+    rt->heartbeat_epochs = std::max<uint32_t>(1, rt->timeout_epochs / 5);
+    rt->heard.reset(new std::atomic<uint32_t>[rt->rank_n]);
+    for (int r = 0; r < rt->rank_n; ++r)
+      rt->heard[r].store(0, std::memory_order_relaxed);
+  }
+  rt->peer_check_ns = rt->check_local || rt->watch_remote
+                          ? static_cast<int64_t>(tick_ms) * 1000000
+                          : 0;
   if (rt->peer_check_ns)
     rt->next_peer_check.store(coarse_now_ns() + rt->peer_check_ns,
                               std::memory_order_relaxed);
@@ -156,6 +218,7 @@ void init_peer_tracking(runtime_impl_t* rt, const process_desc_t* all)
 
 void check_peers_now(runtime_impl_t* rt)
 {
+  if (!rt->check_local) return;
   for (int r = 0; r < rt->rank_n; ++r) {
     const peer_info_t& p = rt->peers[r];
     if (!p.same_host || rt->peer_state[r].load(std::memory_order_relaxed))
@@ -171,7 +234,7 @@ void check_peers_now(runtime_impl_t* rt)
   }
 }
 
-void maybe_check_peers(runtime_impl_t* rt)
+void maybe_check_peers(runtime_impl_t* rt, device_impl_t* dev)
 {
   int64_t next = rt->next_peer_check.load(std::memory_order_relaxed);
   int64_t now = coarse_now_ns();
@@ -181,6 +244,7 @@ void maybe_check_peers(runtime_impl_t* rt)
           next, now + rt->peer_check_ns, std::memory_order_relaxed))
     return;
   check_peers_now(rt);
+  if (rt->watch_remote) watch_remote_peers(rt, dev);
 }
 
 bool network_error_is_peer_failure(runtime_impl_t* rt, int rank,

@@ -9,6 +9,14 @@
 //     that each same-host peer's /proc/<pid>/stat still exists, is not a
 //     zombie and has the same start time (so a reused pid is not mistaken
 //     for the peer);
+//   - silence of peers on other hosts (peer_timeout): the same check
+//     counts epochs (one per check) and declares a peer on another host
+//     failed when no message from it arrived for peer_timeout ms; every
+//     peer_timeout / 5 ms it sends each such peer a heartbeat (a header
+//     alone) over the device whose progress call runs the check, so a
+//     live peer that calls progress is never silent that long. Any
+//     message counts: the receive path notes the epoch of its sender
+//     (note_heard: a load and a compare, a store once per epoch);
 //   - network errors: a send or transfer to a rank that the backend fails
 //     with an error completion (tcp: the connection was reset) declares
 //     that rank failed (net::device_t names the peer when it can).
@@ -62,8 +70,19 @@ inline bool peer_is_failed(const runtime_impl_t* rt, int r)
 
 // Checks the same-host peers now (any thread).
 void check_peers_now(runtime_impl_t* rt);
-// The check when its interval has passed (coarse clock).
-void maybe_check_peers(runtime_impl_t* rt);
+// The check when its interval has passed (coarse clock): the same-host
+// processes, then one epoch of the watch of the peers on other hosts
+// (heartbeats over `dev`, if not null).
+void maybe_check_peers(runtime_impl_t* rt, device_impl_t* dev);
+
+// The receive path: a message from rank `r` arrived (any type).
+inline void note_heard(runtime_impl_t* rt, int r)
+{
+  if (!rt->watch_remote) return;
+  const uint32_t e = rt->watch_epoch.load(std::memory_order_relaxed);
+  if (rt->heard[r].load(std::memory_order_relaxed) != e)
+    rt->heard[r].store(e, std::memory_order_relaxed);
+}
 
 // A network operation with peer `rank` (-1: not known) completed with
 // error `why`: true when that is a peer failure, which is then declared.
@@ -82,9 +101,9 @@ void report_peer_failure(runtime_impl_t* rt);
 // found work; a spinning thread polls every ~0.05 us, the clock's interval
 // is 100 ms): the check when its interval has passed, then the report of a
 // failure not reported yet.
-inline void peer_failure_poll(runtime_impl_t* rt)
+inline void peer_failure_poll(runtime_impl_t* rt, device_impl_t* dev)
 {
-  if (rt->peer_check_ns != 0) maybe_check_peers(rt);
+  if (rt->peer_check_ns != 0) maybe_check_peers(rt, dev);
   if (rt->nunreported.load(std::memory_order_relaxed) != 0)
     report_peer_failure(rt);
 }

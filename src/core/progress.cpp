@@ -258,6 +258,8 @@ void deliver_bytes(device_impl_t* dev, const char* data, size_t len,
     if (pkt) packet_pool_impl_t::put(pkt);
     return;
   }
+  // any message says its sender is alive (peer_timeout)
+  note_heard(dev->runtime, hdr.rank);
   switch (hdr.type()) {
     case msg_type_t::am:
       deliver_am(dev->runtime, hdr, data + sizeof(hdr), size, pkt);
@@ -306,6 +308,8 @@ void deliver_bytes(device_impl_t* dev, const char* data, size_t len,
     case msg_type_t::put_ack:
       handle_put_ack(dev, hdr, payload, size);
       break;
+    case msg_type_t::heartbeat:  // noted above
+      break;
     default:
       util::throw_fatal("progress: message of unknown type ",
                         static_cast<uint32_t>(hdr.type()), " from rank ",
@@ -334,6 +338,7 @@ void deliver_in_place(device_impl_t* dev, const char* data, size_t len)
     if (__builtin_expect(is_good_data_header(hdr, rt->rank_n) &&
                              !peer_is_failed(rt, hdr.rank),
                          1)) {
+      note_heard(rt, hdr.rank);
       if (hdr.type() == msg_type_t::am)
         return deliver_am(rt, hdr, data + sizeof(hdr), len - sizeof(hdr),
                           nullptr);
@@ -589,7 +594,7 @@ size_t progress_other(device_impl_t* self)
 // 8 the count restarts at each yield and never reaches 8.)
 [[gnu::noinline]] void peer_check_and_yield(device_impl_t* dev, uint32_t* idle)
 {
-  peer_failure_poll(dev->runtime);
+  peer_failure_poll(dev->runtime, dev);
   util::idle_yield(idle, dev->runtime->attr.idle_spins);
 }
 
@@ -604,7 +609,7 @@ error_t progress_device(device_impl_t* dev)
   if (n > 0) {
     counts.idle = 0;
     if (__builtin_expect((++counts.busy & 63) == 0, 0))
-      peer_failure_poll(dev->runtime);
+      peer_failure_poll(dev->runtime, dev);
     return errorcode_t::done;
   }
   const uint32_t idle = ++counts.idle;

@@ -45,7 +45,7 @@ const char* check_message(const void* data, size_t len, int rank_n,
   }
   const uint32_t type = static_cast<uint32_t>(h.type());
   if (type < static_cast<uint32_t>(msg_type_t::send) ||
-      type > static_cast<uint32_t>(msg_type_t::put_ack))
+      type > static_cast<uint32_t>(msg_type_t::heartbeat))
     return "unknown message type";
   if (static_cast<uint32_t>(h.policy()) >
       static_cast<uint32_t>(matching_policy_t::rank_tag))
@@ -55,6 +55,8 @@ const char* check_message(const void* data, size_t len, int rank_n,
   const size_t expected = control_payload(h.type());
   if (expected != 0 && payload != expected)
     return "control message of the wrong size";
+  if (h.type() == msg_type_t::heartbeat && payload != 0)
+    return "heartbeat with a payload";
   if (h.type() == msg_type_t::put) {
     put_t put;
     if (payload < sizeof(put)) return "put message shorter than its signal";

@@ -19,16 +19,18 @@ namespace lci
 {
 
 enum class msg_type_t : uint32_t {
-  send = 1,      // eager send: payload = the data; aux = matching engine
-  am = 2,        // eager active message: payload = the data; aux = rcomp
-  rts_send = 3,  // rendezvous request to send: rts_t; aux = matching engine
-  rts_am = 4,    // rendezvous active message: rts_t; aux = rcomp
-  rtr = 5,       // ready to receive: rtr_t
-  fin = 6,       // a rendezvous transfer is over: fin_t
-  signal = 7,    // a put or get with signal finished: signal_t; aux = rcomp
-  put = 8,       // a small put with signal: put_t, then its data (of
-                 // put_t::signal.size bytes); aux = rcomp
-  put_ack = 9,   // a small put with signal landed (or was refused): put_ack_t
+  send = 1,        // eager send: payload = the data; aux = matching engine
+  am = 2,          // eager active message: payload = the data; aux = rcomp
+  rts_send = 3,    // rendezvous request to send: rts_t; aux = matching engine
+  rts_am = 4,      // rendezvous active message: rts_t; aux = rcomp
+  rtr = 5,         // ready to receive: rtr_t
+  fin = 6,         // a rendezvous transfer is over: fin_t
+  signal = 7,      // a put or get with signal finished: signal_t; aux = rcomp
+  put = 8,         // a small put with signal: put_t, then its data (of
+                   // put_t::signal.size bytes); aux = rcomp
+  put_ack = 9,     // a small put with signal landed (or was refused): put_ack_t
+  heartbeat = 10,  // "still here", to a peer on another host (peer_timeout,
+                   // core/peer_failure.hpp); no payload
 };
 
 struct msg_header_t {

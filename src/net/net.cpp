@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "net/hybrid/hybrid.hpp"
+#include "net/node.hpp"
 #include "net/ofi/ofi.hpp"
 #include "net/shm/shm.hpp"
 #include "util/error.hpp"
@@ -12,6 +13,35 @@ namespace lci::net
 {
 namespace
 {
+
+// The host names of the other machines of the job (a few: the network
+// backend looks up the route to them), empty when every rank runs on this
+// machine (shm_node_split only pretends).
+std::vector<std::string> other_hosts(const std::vector<std::string>& nodes,
+                                     const std::string& me)
+{
+  std::vector<std::string> out;
+  const std::string mine = machine_of(me);
+  for (const std::string& n : nodes) {
+    if (machine_of(n) == mine) continue;
+    const std::string h = host_of(n);
+    bool seen = false;
+    for (const std::string& o : out) seen = seen || o == h;
+    if (!seen) out.push_back(h);
+    if (out.size() == 4) break;
+  }
+  return out;
+}
+
+// The ofi context for `nodes`: provider auto resolved (shm when every rank
+// runs on this machine, else a network provider), told which hosts it
+// must reach.
+std::unique_ptr<context_t> open_ofi(const runtime_attr_t& attr,
+                                    const std::vector<std::string>& nodes,
+                                    const std::string& me)
+{
+  return ofi::alloc_context(attr, other_hosts(nodes, me));
+}
 
 // native shm for this node's ranks combined with ofi for the others
 std::unique_ptr<context_t> combine(const runtime_attr_t& attr, int rank_me,
@@ -23,7 +53,7 @@ std::unique_ptr<context_t> combine(const runtime_attr_t& attr, int rank_me,
     if (nodes[r] == nodes[static_cast<size_t>(rank_me)]) index[r] = nlocal++;
   std::unique_ptr<context_t> remote;
   try {
-    remote = ofi::alloc_context(attr);
+    remote = open_ofi(attr, nodes, nodes[static_cast<size_t>(rank_me)]);
   } catch (const fatal_error& e) {
     util::throw_fatal("alloc_runtime: backend ", attr.backend, ": ",
                       nodes.size() - static_cast<size_t>(nlocal), " of ",
@@ -49,7 +79,7 @@ std::unique_ptr<context_t> alloc_context(const runtime_attr_t& attr,
     util::throw_fatal("alloc_runtime: ", nodes.size(), " node ids for ", rank_n,
                       " ranks");
   const std::string& me = nodes[static_cast<size_t>(rank_me)];
-  if (attr.backend == "ofi") return ofi::alloc_context(attr);
+  if (attr.backend == "ofi") return open_ofi(attr, nodes, me);
   if (attr.backend == "shm")
     return shm::alloc_context(attr, rank_me, rank_n, me);
   if (attr.backend == "hybrid") return combine(attr, rank_me, nodes);

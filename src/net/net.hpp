@@ -26,8 +26,13 @@ namespace lci::net
 {
 
 struct caps_t {
-  std::string backend;         // "ofi", "shm" or "hybrid"
-  std::string provider;        // e.g. "shm", "tcp;ofi_rxm"
+  std::string backend;   // "ofi", "shm" or "hybrid"
+  std::string provider;  // e.g. "shm", "tcp;ofi_rxm"
+  // the libfabric provider as the attribute ofi_provider_name names it
+  // ("shm", "tcp", ...; empty: no libfabric context) and its domain (tcp:
+  // the network interface)
+  std::string ofi_provider;
+  std::string ofi_domain;
   size_t max_inject_size = 0;  // largest buffer post_inject accepts
   size_t max_msg_size = 0;     // largest single send, write or read
   // the completion level post_send_network asks for: "delivery" (the target

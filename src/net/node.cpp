@@ -21,4 +21,18 @@ std::string node_id(const runtime_attr_t& attr, int rank)
   return id;
 }
 
+std::string machine_of(const std::string& node_id)
+{
+  const size_t a = node_id.find('/');
+  if (a == std::string::npos) return node_id;
+  return node_id.substr(0, node_id.find("/split", a + 1));
+}
+
+std::string host_of(const std::string& node_id)
+{
+  const std::string m = machine_of(node_id);
+  const size_t a = m.find('/');
+  return a == std::string::npos ? m : m.substr(a + 1);
+}
+
 }  // namespace lci::net

@@ -20,6 +20,11 @@ namespace lci::net
 // tested on one machine.
 std::string node_id(const runtime_attr_t& attr, int rank);
 
+// The machine of a node id: the id without the split suffix (boot id and
+// host name), and its host name alone.
+std::string machine_of(const std::string& node_id);
+std::string host_of(const std::string& node_id);
+
 }  // namespace lci::net
 
 #endif  // LCI_NET_NODE_HPP

@@ -94,6 +94,12 @@ runtime_impl_t::runtime_impl_t(const runtime_attr_t& a) : attr(a)
   net_context = net::alloc_context(attr, rank_me, rank_n, nodes);
   const net::caps_t& caps = net_context->caps();
   this->attr.backend = caps.backend;  // auto: the backend in force
+  // and the provider in force (auto without libfabric: every rank is on
+  // this machine, where auto means shm)
+  if (!caps.ofi_provider.empty())
+    this->attr.ofi_provider_name = caps.ofi_provider;
+  else if (attr.ofi_provider_name == "auto")
+    this->attr.ofi_provider_name = "shm";
   // rendezvous: auto = write with immediate data when the backend has it
   if (attr.rdv_protocol == "write")
     rdv_protocol = static_cast<uint32_t>(rdv_protocol_t::write);

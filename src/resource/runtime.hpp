@@ -38,6 +38,8 @@ struct peer_info_t {
   int64_t pid = 0;
   uint64_t start_time = 0;  // /proc/<pid>/stat field 22 (clock ticks)
   bool same_host = false;   // same host name and pid namespace as this rank
+  bool remote = false;      // another rank, not same_host: watched by
+                            // heartbeats (peer_timeout)
 };
 
 class runtime_impl_t
@@ -81,9 +83,21 @@ class runtime_impl_t
   std::unique_ptr<std::atomic<uint8_t>[]> peer_state;
   alignas(64) std::atomic<int> nfailed{0};
   std::atomic<int> nunreported{0};
-  // coarse-clock nanoseconds of the next liveness check; 0 = disabled
+  // coarse-clock nanoseconds of the next check; 0 = disabled. The check
+  // looks at the same-host processes (check_local) and at the silence of
+  // the peers on other hosts (watch_remote)
   std::atomic<int64_t> next_peer_check{0};
   int64_t peer_check_ns = 0;
+  bool check_local = false;
+  // Peers on other hosts (peer_timeout): each check is one epoch;
+  // heard[r] is the epoch in which a message from r last arrived (set by
+  // the receive path); r is failed after timeout_epochs without one, and
+  // a heartbeat goes to each such peer every heartbeat_epochs.
+  bool watch_remote = false;
+  uint32_t timeout_epochs = 0;
+  uint32_t heartbeat_epochs = 0;
+  std::atomic<uint32_t> watch_epoch{0};
+  std::unique_ptr<std::atomic<uint32_t>[]> heard;
   // serializes failure handling; what failed and why; operations failed by a
   // peer failure whose fragments the network may still complete (deleted
   // with the runtime, after its devices)

@@ -283,6 +283,8 @@ class hybrid_context_t final : public context_t
     // what the core may rely on for every peer
     caps_.backend = "hybrid";
     caps_.provider = a.provider + "+" + b.provider;
+    caps_.ofi_provider = b.ofi_provider;
+    caps_.ofi_domain = b.ofi_domain;
     caps_.max_inject_size = std::min(a.max_inject_size, b.max_inject_size);
     caps_.max_msg_size = std::min(a.max_msg_size, b.max_msg_size);
     caps_.network_completion =

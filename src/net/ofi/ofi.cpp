@@ -1,17 +1,25 @@
 #include "net/ofi/ofi.hpp"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "util/error.hpp"
 #include "util/spinlock.hpp"
@@ -30,6 +38,63 @@ namespace
 void check(const char* call, int rc)
 {
   if (rc != 0) fail(call, rc);
+}
+
+// The local IPv4 address the kernel would use to reach `host` (a UDP
+// socket's connect sends nothing), or 0 when it does not resolve or has no
+// route. The name is resolved as the system resolves names (getaddrinfo).
+in_addr_t route_source(const std::string& host)
+{
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), "9", &hints, &res) != 0 || !res) return 0;
+  in_addr_t out = 0;
+  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0) {
+    sockaddr_in local{};
+    socklen_t len = sizeof(local);
+    if (::connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0)
+      out = local.sin_addr.s_addr;
+    ::close(fd);
+  }
+  freeaddrinfo(res);
+  return out;
+}
+
+// The tcp provider's interface when FI_TCP_IFACE does not name one (see
+// ofi.hpp); empty: none found, libfabric chooses.
+std::string pick_interface(const std::vector<std::string>& other_hosts)
+{
+  ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) != 0) return {};
+  auto usable = [](const ifaddrs* i) {
+    return i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+           (i->ifa_flags & IFF_UP) && (i->ifa_flags & IFF_RUNNING) &&
+           !(i->ifa_flags & IFF_LOOPBACK);
+  };
+  std::string out;
+  for (const std::string& h : other_hosts) {
+    const in_addr_t src = route_source(h);
+    if (src == 0) continue;
+    for (ifaddrs* i = ifs; i && out.empty(); i = i->ifa_next)
+      if (usable(i) &&
+          reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr == src)
+        out = i->ifa_name;
+    if (!out.empty()) break;
+  }
+  for (ifaddrs* i = ifs; i && out.empty(); i = i->ifa_next)
+    if (usable(i)) out = i->ifa_name;
+  freeifaddrs(ifs);
+  return out;
+}
+
+bool env_set(const char* name)
+{
+  const char* v = std::getenv(name);
+  return v && *v;
 }
 
 template <typename T>
@@ -58,6 +123,9 @@ class ofi_device_t final : public device_t
       : network_flags_(network_flags),
         lock_(shared_lock ? *shared_lock : own_lock_)
   {
+    where_ = std::string("ofi ") + info->fabric_attr->prov_name;
+    if (info->domain_attr->name)
+      where_ += std::string(" domain ") + info->domain_attr->name;
     try {
       open(domain, info, attr);
     } catch (...) {
@@ -208,6 +276,9 @@ class ofi_device_t final : public device_t
     return result("fi_read", rc, errorcode_t::posted);
   }
 
+  // the provider and its domain (tcp: the interface), for net_state
+  std::string debug_state() override { return where_; }
+
   // (libfabric lands every message in a pre-posted buffer: no scratch)
   size_t poll_comp(cqe_t* out, size_t max, char*, size_t) override
   {
@@ -265,6 +336,7 @@ class ofi_device_t final : public device_t
   fid_av* av_ = nullptr;
   std::vector<fi_addr_t> addrs_;
   uint64_t network_flags_;  // completion level of post_send_network
+  std::string where_;
   util::spinlock_t own_lock_;
   util::spinlock_t& lock_;  // endpoint + completion queue (+ domain: tcp)
 };
@@ -272,26 +344,55 @@ class ofi_device_t final : public device_t
 class ofi_context_t final : public context_t
 {
  public:
-  explicit ofi_context_t(const runtime_attr_t& attr)
+  ofi_context_t(const runtime_attr_t& attr,
+                const std::vector<std::string>& other_hosts)
   {
     // RMA (rendezvous, put, get) when the provider has it, else messages
     // only (then nothing above the eager limit can be sent)
     const uint64_t rma_caps =
         FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-    int rc = get_info(attr, FI_MSG | rma_caps);
-    if (rc != 0 || !info_) rc = get_info(attr, FI_MSG);
-    if (rc != 0 || !info_)
-      util::throw_fatal("alloc_runtime: libfabric provider '",
-                        attr.ofi_provider_name,
-                        "' is not available: ", fi_strerror(-rc),
-                        " (set LCI_ATTR_OFI_PROVIDER_NAME; for tcp also "
-                        "FI_TCP_IFACE)");
+    // auto: shm on one machine, else the first network provider offered
+    std::vector<std::string> names;
+    if (attr.ofi_provider_name != "auto")
+      names.push_back(attr.ofi_provider_name);
+    else if (other_hosts.empty())
+      names.push_back("shm");
+    else
+      names = {"cxi", "efa", "verbs", "tcp"};
+    int rc = -FI_ENODATA;
+    for (const std::string& name : names) {
+      // tcp between machines: the interface that reaches them, unless the
+      // user named one (FI_TCP_IFACE, which the provider reads itself)
+      std::string domain;
+      if (name == "tcp" && !other_hosts.empty() && !env_set("FI_TCP_IFACE"))
+        domain = pick_interface(other_hosts);
+      rc = get_info(name, domain, FI_MSG | rma_caps);
+      if (rc != 0 || !info_) rc = get_info(name, domain, FI_MSG);
+      if ((rc != 0 || !info_) && !domain.empty())
+        rc = get_info(name, "", FI_MSG | rma_caps);
+      if (rc == 0 && info_) {
+        caps_.ofi_provider = name;
+        break;
+      }
+    }
+    if (rc == 0 && !info_) rc = -FI_ENODATA;
+    if (rc != 0)
+      util::throw_fatal(
+          "alloc_runtime: libfabric provider '", attr.ofi_provider_name, "'",
+          attr.ofi_provider_name == "auto"
+              ? (other_hosts.empty() ? " (shm on one machine)"
+                                     : " (cxi, efa, verbs or tcp)")
+              : "",
+          " is not available: ", fi_strerror(-rc),
+          " (set LCI_ATTR_OFI_PROVIDER_NAME; for tcp also "
+          "FI_TCP_IFACE)");
     info_->tx_attr->op_flags = 0;  // the probe's flag is not a default
     check("fi_fabric", fi_fabric(info_->fabric_attr, &fabric_, nullptr));
     check("fi_domain", fi_domain(fabric_, info_, &domain_, nullptr));
     const uint64_t mode = info_->domain_attr->mr_mode;
     caps_.backend = "ofi";
     caps_.provider = info_->fabric_attr->prov_name;
+    if (info_->domain_attr->name) caps_.ofi_domain = info_->domain_attr->name;
     caps_.max_inject_size = info_->tx_attr->inject_size;
     caps_.max_msg_size = info_->ep_attr->max_msg_size;
     // The tcp provider runs one progress engine, under one lock, per domain
@@ -359,7 +460,8 @@ class ofi_context_t final : public context_t
   // fi_getinfo when asked for a transmit flag it does not support. It must
   // not become the default of every send (shm would give up its inline
   // protocol), so op_flags are cleared again before the endpoints are opened.
-  int get_info(const runtime_attr_t& attr, uint64_t caps)
+  int get_info(const std::string& provider, const std::string& domain,
+               uint64_t caps)
   {
     fi_info* hints = fi_allocinfo();
     hints->ep_attr->type = FI_EP_RDM;
@@ -368,7 +470,8 @@ class ofi_context_t final : public context_t
     hints->domain_attr->threading = FI_THREAD_SAFE;
     hints->domain_attr->mr_mode =
         FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-    hints->fabric_attr->prov_name = strdup(attr.ofi_provider_name.c_str());
+    hints->fabric_attr->prov_name = strdup(provider.c_str());
+    if (!domain.empty()) hints->domain_attr->name = strdup(domain.c_str());
     int rc = -FI_ENODATA;
     const uint64_t levels[] = {FI_DELIVERY_COMPLETE, FI_TRANSMIT_COMPLETE, 0};
     const char* names[] = {"delivery", "transmit", "default"};
@@ -397,9 +500,10 @@ class ofi_context_t final : public context_t
 
 }  // namespace
 
-std::unique_ptr<context_t> alloc_context(const runtime_attr_t& attr)
+std::unique_ptr<context_t> alloc_context(
+    const runtime_attr_t& attr, const std::vector<std::string>& other_hosts)
 {
-  return std::make_unique<ofi_context_t>(attr);
+  return std::make_unique<ofi_context_t>(attr, other_hosts);
 }
 
 }  // namespace lci::net::ofi

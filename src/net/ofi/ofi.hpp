@@ -11,13 +11,22 @@
 #define LCI_NET_OFI_OFI_HPP
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "net/net.hpp"
 
 namespace lci::net::ofi
 {
 
-std::unique_ptr<context_t> alloc_context(const runtime_attr_t& attr);
+// `other_hosts`: host names of (some of) the job's other machines, empty
+// when every rank runs on this one. They decide the provider "auto" (shm
+// when empty, else the first of cxi, efa, verbs and tcp that libfabric
+// offers) and, for tcp without FI_TCP_IFACE, the network interface: the
+// one the kernel routes to the first of them that resolves, else the
+// first interface that is up, not loopback and has an IPv4 address.
+std::unique_ptr<context_t> alloc_context(
+    const runtime_attr_t& attr, const std::vector<std::string>& other_hosts);
 
 }  // namespace lci::net::ofi
 
