@@ -13,7 +13,16 @@
 //   --expect-fatal T  alloc_runtime must throw a fatal_error whose message
 //                     contains T (auto with remote ranks and no usable
 //                     network provider); nothing else runs
+//   --ppn P           several real hosts (tests/multihost), ranks placed in
+//                     blocks of P: rank r must run on host node<r / P>, and
+//                     the native shm ranks must be exactly those of its
+//                     block (instead of the split residues)
+//   --expect-net S    the network side's net_state (ofi: provider and
+//                     domain, e.g. "ofi tcp;ofi_rxm domain eth0") must
+//                     contain S
 // Exit status 0 on success.
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -46,23 +55,35 @@ size_t split_of_env()
   return k < 1 ? 1 : k;
 }
 
-void check_routing(const std::string& expect)
+void check_routing(const std::string& expect, int ppn,
+                   const std::string& expect_net)
 {
   const int me = lci::get_rank_me(), n = lci::get_rank_n();
   const std::string backend = lci::get_g_runtime().get_attr_backend();
   CHECK(backend == expect, "backend in force is %s, expected %s",
         backend.c_str(), expect.c_str());
+  if (ppn > 0) {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    const std::string want_host = "node" + std::to_string(me / ppn);
+    CHECK(want_host == host, "runs on host %s, expected %s", host,
+          want_host.c_str());
+  }
   if (backend != "hybrid") return;
   const size_t k = split_of_env();
   std::string want = "local ranks";
   for (int r = 0; r < n; ++r)
-    if (static_cast<size_t>(r) % k == static_cast<size_t>(me) % k)
+    if (ppn > 0 ? r / ppn == me / ppn
+                : static_cast<size_t>(r) % k == static_cast<size_t>(me) % k)
       want += " " + std::to_string(r);
   want += ";";
   const std::string state = lci::introspect::net_state();
   CHECK(state.compare(0, want.size(), want) == 0,
         "net_state '%.80s' does not start with '%s'", state.c_str(),
         want.c_str());
+  CHECK(expect_net.empty() || state.find(expect_net) != std::string::npos,
+        "net_state '%s' does not name '%s'", state.c_str(), expect_net.c_str());
+  if (me == 0) std::printf("mp_hybrid: rank 0 net_state: %s\n", state.c_str());
 }
 
 // rendezvous messages to and from every rank, out of and into registered
@@ -147,13 +168,18 @@ void rma_at_disp()
 
 int main(int argc, char** argv)
 {
-  std::string expect, expect_fatal;
+  std::string expect, expect_fatal, expect_net;
+  int ppn = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--expect")
       expect = argv[i + 1];
     else if (a == "--expect-fatal")
       expect_fatal = argv[i + 1];
+    else if (a == "--ppn")
+      ppn = std::atoi(argv[i + 1]);
+    else if (a == "--expect-net")
+      expect_net = argv[i + 1];
   }
   if (!expect_fatal.empty()) {
     try {
@@ -172,7 +198,7 @@ int main(int argc, char** argv)
   try {
     lci::g_runtime_init();
     g_rank = lci::get_rank_me();
-    if (!expect.empty()) check_routing(expect);
+    if (!expect.empty()) check_routing(expect, ppn, expect_net);
     rendezvous_at_offset();
     rma_at_disp();
     std::printf(
