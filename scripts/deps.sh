@@ -14,6 +14,9 @@ packages=(cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin iproute2
           # PMI-2) and mpicxx.mpich (MPI-bootstrapped build), Open MPI's
           # mpirun (PMIx), libpmix for the PMIx bootstrap backend
           mpich libmpich-dev openmpi-bin libopenmpi-dev libpmix-dev)
+# the hosts of tests/multihost (network namespaces): ip(8) and bridge(8)
+# from iproute2 (above), unshare, nsenter and setsid from util-linux
+packages+=(util-linux)
 # --bench: also matplotlib for the comparison plots (docs/BENCHMARKING.md)
 # --fuzz: also clang and its libFuzzer runtime for the opt-in libFuzzer
 #   build (cmake --preset fuzz; docs/RELIABILITY.md, "Fuzzing")

@@ -79,8 +79,9 @@ if [ $# -eq 0 ]; then
   # asan) and the tcp iRPC run (the shm one stays), and the 4-rank hybrid
   # runs (the 3-rank ones cover the same routing), and the 4-rank runs of
   # the small point-to-point programs (their 2-rank runs, and 3-rank ones
-  # where there are, stay).
-  run_preset asan -LE 'launcher|bench|install' \
+  # where there are, stay). The multi-host tests (label multihost) run in
+  # the debug stage only: the same programs, across network namespaces.
+  run_preset asan -LE 'launcher|bench|install|multihost' \
     -E 'mp_coll_shm_n[13458]|mp_coll_tcp|irpc_tcp|_hybrid_(shm|tcp)_n4|(mp_sendrecv|hello_world|put_signal|mp_soak)_(shm|tcp|native)_n4'
   # (it builds only the library and the binaries of the tests it runs)
   BUILD_TARGETS="lci_unit_threads $(sed -nE \

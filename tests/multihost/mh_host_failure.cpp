@@ -11,7 +11,9 @@
 //     hosts;
 //   - the receives from those ranks complete with fatal_peer_failure, and
 //     those from the others stay posted;
-//   - g_runtime_fina returns;
+//   - then it tells every rank it did not lose that it is done (a
+//     message), waits for theirs (so that no survivor sees another one's
+//     exit as a failure), and g_runtime_fina returns;
 // then writes OUT/result.<rank>: "failed=<r1,r2,...> detected_ns=<T>
 // done_ns=<T> failures=<n>" (realtime clock, read by the driver against
 // the time of the fault) and exits 0. --bound S (default 40) gives up
@@ -58,6 +60,7 @@ void write_file(const std::string& path, const std::string& text)
 
 constexpr lci::tag_t kTagHello = 1;
 constexpr lci::tag_t kTagNever = 2;
+constexpr lci::tag_t kTagDone = 3;
 
 }  // namespace
 
@@ -128,6 +131,17 @@ int main(int argc, char** argv)
         .allow_retry(false)
         .allow_done(false)();
   }
+  // the "done" of every rank this one keeps
+  const int nkept = n - 1 - static_cast<int>(expected.size());
+  std::vector<int> done_in(n, -1);
+  lci::comp_t done_sync =
+      lci::alloc_sync_x().threshold(nkept > 0 ? nkept : 1)();
+  for (int r = 0; r < n; ++r) {
+    if (r == me || expected.count(r)) continue;
+    lci::post_recv_x(r, &done_in[r], sizeof(int), kTagDone, done_sync)
+        .allow_retry(false)
+        .allow_done(false)();
+  }
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   write_file(out + "/ready." + std::to_string(me),
@@ -153,6 +167,24 @@ int main(int argc, char** argv)
       break;
     }
   }
+  // done: tell the ranks kept, wait for theirs (still reporting any
+  // failure, which would be a wrong one)
+  int done_out = me;
+  for (int r = 0; r < n; ++r)
+    if (r != me && !expected.count(r))
+      lci::post_send_x(r, &done_out, sizeof(int), kTagDone, lci::COMP_NULL)();
+  const int64_t t_done = realtime_ns();
+  while (nkept > 0 && !lci::sync_test(done_sync, nullptr)) {
+    try {
+      lci::progress();
+    } catch (const lci::peer_failure_error& e) {
+      CHECK(false, "while waiting for the others to be done: %s", e.what());
+    }
+    if (realtime_ns() - t_done > static_cast<int64_t>(bound_s * 1e9)) {
+      CHECK(false, "the ranks kept did not all say they are done");
+      break;
+    }
+  }
   for (int r = 0; r < n; ++r) {
     if (r == me) continue;
     lci::status_t s;
@@ -163,10 +195,13 @@ int main(int argc, char** argv)
             "the receive from failed rank %d: done %d", r, done);
     else
       CHECK(!done, "the receive from live rank %d completed", r);
+    CHECK(expected.count(r) || done_in[r] == r, "rank %d's done says %d", r,
+          done_in[r]);
   }
   for (int r = 0; r < n; ++r)
     if (r != me) lci::free_comp(&never_sync[r]);
   lci::free_comp(&hello);
+  lci::free_comp(&done_sync);
   lci::g_runtime_fina();
   std::string list;
   for (int r : failed) list += (list.empty() ? "" : ",") + std::to_string(r);

@@ -45,13 +45,20 @@ case $launcher in
       --map-by "ppr:$ppn:node" $xs "$@" ;;
   *) echo "run.sh: launcher hydra or mpirun"; exit 2 ;;
 esac
-before=$(ls /dev/shm 2>/dev/null | grep '^lci-shm-' | sort)
+# the pids seen in the hosts, sampled while the launcher runs: the
+# segments left behind are those of these processes
+pidlog=$dir/pids.$$
+: >"$pidlog"
+(while :; do sh "$here/hosts.sh" pids "$dir" >>"$pidlog"; sleep 0.2; done) &
+sampler=$!
 unset FI_TCP_IFACE FI_SOCKETS_IFACE
 echo "run.sh: + $*"
 timeout -s KILL "${LCI_MULTIHOST_TIMEOUT:-150}" \
   nsenter -t "$(cat "$dir/head.pid")" -n -u -m -- "$@"
 status=$?
 [ $status -eq 137 ] && { echo "run.sh: timed out"; status=124; }
+kill $sampler 2>/dev/null
+wait $sampler 2>/dev/null
 rm -f "$hostfile"
 # nothing may be left in the hosts
 left=$(sh "$here/hosts.sh" clean "$dir")
@@ -59,12 +66,15 @@ if [ -n "$left" ]; then
   echo "run.sh: processes left in the hosts (killed): $left"
   [ $status -eq 0 ] && status=1
 fi
-after=$(ls /dev/shm 2>/dev/null | grep '^lci-shm-' | sort)
-for f in $(printf '%s\n%s\n' "$before" "$after" | sort | uniq -u); do
-  pid=$(echo "$f" | cut -d- -f3)
-  [ -d "/proc/$pid" ] && continue  # a live process's: someone else's
-  echo "run.sh: /dev/shm/$f is left behind"
-  [ $status -eq 0 ] && status=1
+for pid in $(sort -u "$pidlog"); do
+  for f in /dev/shm/lci-shm-"$pid"-*; do
+    [ -e "$f" ] || continue
+    [ -d "/proc/$pid" ] && continue  # the pid is someone else's now
+    echo "run.sh: $f is left behind (removed)"
+    rm -f "$f"
+    [ $status -eq 0 ] && status=1
+  done
 done
+rm -f "$pidlog"
 echo "run.sh: exit status $status"
 exit $status
