@@ -25,7 +25,12 @@
 # Network: the bridge br0 lives in head's network namespace, on the test
 # subnet 10.213.7.0/24 (head 10.213.7.254, node<i> 10.213.7.<i+1>); each
 # node's eth0 is one end of a veth pair whose other end (vh<i>) is a port
-# of br0. The veths are created straight inside those namespaces, so the
+# of br0. Each node also has two decoys, aa0 (made before eth0) and zz0
+# (after it): each one end of a veth pair whose other end stays in the
+# node, up, on subnets no other host has (10.213.98.0/24, 10.213.99.0/24),
+# so they reach nobody: the interface the library picks must be the one
+# that routes to the peers, not the first or the last one listed.
+# The veths are created straight inside those namespaces, so the
 # machine's own network namespace gets no interface, address or route:
 # nothing the hosts send can leave them. Removing the namespaces (the
 # holders exit) removes the bridge and the veths with them.
@@ -187,6 +192,19 @@ do_up() {
   in_host head ip link add br0 type bridge || { do_down; die "no bridge"; }
   in_host head ip addr add "$SUBNET.254/24" dev br0 || { do_down; die "no address on br0"; }
   in_host head ip link set br0 up || { do_down; die "br0 down"; }
+  # decoys: each node gets an interface on a subnet of its own that
+  # reaches nobody before eth0 (aa0) and one after it (zz0)
+  decoys() {
+    i=0
+    while [ $i -lt "$n" ]; do
+      in_host "node$i" ip link add "${1}0" type veth peer name "${1}1" &&
+        in_host "node$i" ip addr add "10.213.$2.$((i + 1))/24" dev "${1}0" &&
+        in_host "node$i" ip link set "${1}1" up &&
+        in_host "node$i" ip link set "${1}0" up || { do_down; die "node$i: decoy $1"; }
+      i=$((i + 1))
+    done
+  }
+  decoys aa 98
   i=0
   while [ $i -lt "$n" ]; do
     p=$(holder_pid "node$i")
@@ -197,6 +215,7 @@ do_up() {
     in_host "node$i" ip link set eth0 up || { do_down; die "node$i eth0"; }
     i=$((i + 1))
   done
+  decoys zz 99
   # the generated remote shell of the launchers
   cat >"$dir/enter" <<EOS
 #!/bin/sh

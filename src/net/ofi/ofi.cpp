@@ -484,6 +484,20 @@ class ofi_context_t final : public context_t
       }
     }
     fi_freeinfo(hints);
+    // the domain hint does not filter the layered tcp;ofi_rxm entries
+    // (libfabric 1.17 lists every interface whatever it says): take the
+    // entry of that domain ourselves, or none
+    if (rc == 0 && info_ && !domain.empty()) {
+      fi_info* match = nullptr;
+      for (fi_info* i = info_; i && !match; i = i->next)
+        if (i->domain_attr && i->domain_attr->name &&
+            domain == i->domain_attr->name)
+          match = i;
+      fi_info* keep = match ? fi_dupinfo(match) : nullptr;
+      fi_freeinfo(info_);
+      info_ = keep;
+      if (!keep) rc = -FI_ENODATA;
+    }
     return rc;
   }
 
