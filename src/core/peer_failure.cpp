@@ -191,7 +191,7 @@ void init_peer_tracking(runtime_impl_t* rt, const process_desc_t* all)
     any_local = any_local || p.same_host;
     any_remote = any_remote || p.remote;
   }
-  rt->check_local = any_local && rt->attr.peer_check_interval > 0;
+  rt->check_local = any_local;
   rt->watch_remote = any_remote && rt->attr.peer_timeout > 0;
   // one interval serves both: the local one, shortened when the timeout
   // is short, so that the timeout spans at least 10 epochs
@@ -208,7 +208,8 @@ void init_peer_tracking(runtime_impl_t* rt, const process_desc_t* all)
     for (int r = 0; r < rt->rank_n; ++r)
       rt->heard[r].store(0, std::memory_order_relaxed);
   }
-  rt->peer_check_ns = rt->check_local || rt->watch_remote
+  const bool periodic_local = any_local && rt->attr.peer_check_interval > 0;
+  rt->peer_check_ns = periodic_local || rt->watch_remote
                           ? static_cast<int64_t>(tick_ms) * 1000000
                           : 0;
   if (rt->peer_check_ns)
@@ -243,7 +244,8 @@ void maybe_check_peers(runtime_impl_t* rt, device_impl_t* dev)
   if (!rt->next_peer_check.compare_exchange_strong(
           next, now + rt->peer_check_ns, std::memory_order_relaxed))
     return;
-  check_peers_now(rt);
+  // (peer_check_interval 0: the same-host processes only on errors)
+  if (rt->attr.peer_check_interval > 0) check_peers_now(rt);
   if (rt->watch_remote) watch_remote_peers(rt, dev);
 }
 

@@ -84,8 +84,9 @@ class runtime_impl_t
   alignas(64) std::atomic<int> nfailed{0};
   std::atomic<int> nunreported{0};
   // coarse-clock nanoseconds of the next check; 0 = disabled. The check
-  // looks at the same-host processes (check_local) and at the silence of
-  // the peers on other hosts (watch_remote)
+  // looks at the same-host processes (when peer_check_interval is not 0;
+  // check_local: there are some) and at the silence of the peers on other
+  // hosts (watch_remote)
   std::atomic<int64_t> next_peer_check{0};
   int64_t peer_check_ns = 0;
   bool check_local = false;
