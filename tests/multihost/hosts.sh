@@ -18,7 +18,9 @@
 # which sleeps) whose namespaces the others enter with nsenter: its own
 # network stack, host name and mount table, in which a private /etc/hosts
 # (DIR/etc-hosts: head and node0.. with their addresses) is bind-mounted,
-# so the host names resolve there and nowhere else. /dev/shm, /tmp, the
+# so the host names resolve there and nowhere else, and so is a directory
+# of its own, DIR/local/<host>, at DIR/local/self (a node-local disk: Slurm's
+# TmpFS in slurm.sh). /dev/shm, /tmp, the
 # pid space and the file system are the machine's, as on a cluster with a
 # shared file system.
 #
@@ -143,6 +145,7 @@ start_holder() {
   rm -f "$dir/$h.pid"
   setsid unshare --net --uts --mount --propagation private \
     bash -c 'hostname "$2" && mount --bind "$1/etc-hosts" /etc/hosts &&
+             mount --bind "$1/local/$2" "$1/local/self" &&
              ip link set lo up && echo $$ >"$1/$2.pid" &&
              exec -a "lci-multihost-holder $1 $2" sleep "$3"' \
     lci-multihost-holder "$dir" "$h" "${LCI_MULTIHOST_TTL:-3600}" \
@@ -178,6 +181,8 @@ do_up() {
   : >"$dir/hostfile"
   i=0
   while [ $i -lt "$n" ]; do echo "node$i" >>"$dir/hostfile"; i=$((i + 1)); done
+  for h in $all; do mkdir -p "$dir/local/$h"; done
+  mkdir -p "$dir/local/self"
   for h in $all; do start_holder "$h"; done
   # wait for each holder to be in its namespaces with its host name
   for h in $all; do
