@@ -20,7 +20,9 @@
 # (DIR/etc-hosts: head and node0.. with their addresses) is bind-mounted,
 # so the host names resolve there and nowhere else, and so is a directory
 # of its own, DIR/local/<host>, at DIR/local/self (a node-local disk: Slurm's
-# TmpFS in slurm.sh). /dev/shm, /tmp, the
+# TmpFS in slurm.sh), and a sysfs of its own network namespace at /sys
+# (/sys/class/net lists the host's interfaces, which UCX looks at) with
+# the machine's /sys/fs/cgroup moved onto it (slurmd needs it). /dev/shm, /tmp, the
 # pid space and the file system are the machine's, as on a cluster with a
 # shared file system.
 #
@@ -146,6 +148,10 @@ start_holder() {
   setsid unshare --net --uts --mount --propagation private \
     bash -c 'hostname "$2" && mount --bind "$1/etc-hosts" /etc/hosts &&
              mount --bind "$1/local/$2" "$1/local/self" &&
+             mkdir -p "$1/cgroup/$2" &&
+             mount --rbind /sys/fs/cgroup "$1/cgroup/$2" &&
+             mount -t sysfs sysfs /sys &&
+             mount --move "$1/cgroup/$2" /sys/fs/cgroup &&
              ip link set lo up && echo $$ >"$1/$2.pid" &&
              exec -a "lci-multihost-holder $1 $2" sleep "$3"' \
     lci-multihost-holder "$dir" "$h" "${LCI_MULTIHOST_TTL:-3600}" \
@@ -221,6 +227,17 @@ do_up() {
     i=$((i + 1))
   done
   decoys zz 99
+  # every node's eth0 has its carrier (operstate UP) before anyone uses it
+  i=0
+  while [ $i -lt "$n" ]; do
+    t=0
+    until [ "$(in_host "node$i" cat /sys/class/net/eth0/operstate)" = up ]; do
+      t=$((t + 1))
+      [ $t -lt 100 ] || { do_down; die "node$i: eth0 is not up after 10 s"; }
+      sleep 0.1
+    done
+    i=$((i + 1))
+  done
   # the generated remote shell of the launchers
   cat >"$dir/enter" <<EOS
 #!/bin/sh
