@@ -91,6 +91,12 @@ class hybrid_device_t final : public device_t
     remote_->connect(remote);
   }
 
+  void connected() override
+  {
+    local_->connected();
+    remote_->connected();
+  }
+
   error_t post_inject(int rank, const void* buf, size_t size) override
   {
     route_t t = route(rank);
