@@ -5,6 +5,8 @@
 #  3. configures CONSUMER_SOURCE_DIR with CMAKE_PREFIX_PATH=the prefix only
 #     and checks that find_package found LCI there (not in the build tree)
 #  4. builds it and runs both programs (linked to LCI::lci and LCI::LCI)
+#  5. runs the installed lci_info
+#  6. builds the consumer with pkg-config (lci.pc) alone and runs it
 foreach(var LCI_BUILD_DIR WORK_DIR CONSUMER_SOURCE_DIR GENERATOR CXX_COMPILER)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
     message(FATAL_ERROR "install_check.cmake: -D${var}=... is required")
@@ -56,6 +58,13 @@ endforeach()
 if(EXPECT_LCRUN AND NOT EXISTS ${prefix}/bin/lcrun)
   message(FATAL_ERROR "[install check] bin/lcrun is not installed")
 endif()
+if(NOT EXISTS ${prefix}/bin/lci_info)
+  message(FATAL_ERROR "[install check] bin/lci_info is not installed")
+endif()
+file(GLOB_RECURSE pcs LIST_DIRECTORIES false ${prefix}/*/pkgconfig/lci.pc)
+if(NOT pcs)
+  message(FATAL_ERROR "[install check] lci.pc is not installed")
+endif()
 message(STATUS "[install check] installed: ${cfg} ${libs}")
 
 # 3. configure the consumer against the prefix alone
@@ -100,4 +109,37 @@ foreach(exe lci_consumer lci_consumer_LCI)
     message(FATAL_ERROR "[install check] unexpected output from ${exe}")
   endif()
 endforeach()
+
+# 5. the installed lci_info runs from the prefix
+run("run lci_info" ${prefix}/bin/lci_info --version)
+if(NOT run_output MATCHES "^lci_info \\(LCI\\) 2\\.")
+  message(FATAL_ERROR "[install check] unexpected lci_info --version output")
+endif()
+
+# 6. pkg-config: compile and link the consumer with `pkg-config --cflags
+#    --libs lci` from the prefix alone, and run it
+list(GET pcs 0 pc)
+get_filename_component(pc_dir ${pc} DIRECTORY)
+find_program(PKG_CONFIG_EXE pkg-config REQUIRED)
+run("pkg-config" ${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${pc_dir}
+    ${PKG_CONFIG_EXE} --cflags --libs lci)
+string(STRIP "${run_output}" pc_flags)
+separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
+run("pkg-config libdir" ${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${pc_dir}
+    ${PKG_CONFIG_EXE} --variable=libdir lci)
+string(STRIP "${run_output}" pc_libdir)
+file(REAL_PATH "${pc_libdir}" real_pc_libdir)
+string(FIND "${real_pc_libdir}" "${real_prefix}/" pos)
+if(NOT pos EQUAL 0)
+  message(FATAL_ERROR "[install check] lci.pc's libdir ${pc_libdir} is not "
+                      "under ${prefix}")
+endif()
+separate_arguments(consumer_flags UNIX_COMMAND "${CONSUMER_FLAGS}")
+run("build consumer with pkg-config" ${CXX_COMPILER} -std=c++17
+    ${consumer_flags} ${CONSUMER_SOURCE_DIR}/main.cpp ${pc_flags}
+    -Wl,-rpath,${pc_libdir} -o ${WORK_DIR}/lci_consumer_pc)
+run("run lci_consumer_pc" ${WORK_DIR}/lci_consumer_pc)
+if(NOT run_output MATCHES "consumer: rank 0 of 1 received 'hello from the installed LCI'")
+  message(FATAL_ERROR "[install check] unexpected output from lci_consumer_pc")
+endif()
 message("install check passed")
