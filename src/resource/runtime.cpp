@@ -18,6 +18,7 @@
 #include "resource/matching_engine.hpp"
 #include "resource/packet_pool.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 namespace lci
 {
@@ -87,6 +88,10 @@ runtime_impl_t::runtime_impl_t(const runtime_attr_t& a) : attr(a)
       std::min<size_t>(attr.bootstrap_timeout, 100000000)));
   rank_me = bootstrap->rank_me();
   rank_n = bootstrap->rank_n();
+  util::log_set_rank(rank_me);
+  LCI_LOG(info, "bootstrap ", bootstrap->name(), ": rank ", rank_me, " of ",
+          rank_n, " (requested ", a.bootstrap_backend,
+          "; the environment selects ", bootstrap::describe_detection(), ")");
   std::vector<process_desc_t> procs;
   std::vector<std::string> nodes;
   tag = agree_on_tag(*bootstrap, net::node_id(attr, rank_me), &procs, &nodes);
@@ -124,6 +129,12 @@ runtime_impl_t::runtime_impl_t(const runtime_attr_t& a) : attr(a)
   // the attribute reports the inject limit in force
   this->attr.max_inject_size =
       max_inject_wire ? max_inject_wire - sizeof(msg_header_t) : 0;
+  LCI_LOG(info, "network backend ", caps.backend,
+          caps.provider.empty() ? "" : " (provider ", caps.provider,
+          caps.provider.empty() ? "" : ")", "; inject up to ",
+          this->attr.max_inject_size, " B, eager up to ",
+          attr.packet_size - sizeof(msg_header_t), " B, larger by rendezvous (",
+          this->attr.rdv_protocol, "); largest RMA ", max_rma_size, " B");
 }
 
 runtime_impl_t::~runtime_impl_t() = default;
