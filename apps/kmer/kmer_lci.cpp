@@ -205,7 +205,7 @@ class worker_t
     if (s.tag == kDoneTag && s.size == sizeof(uint64_t)) {
       uint64_t n;
       std::memcpy(&n, p, sizeof(n));
-      std::free(p);
+      lci::get_allocator()->deallocate(p);
       a_.expected.fetch_add(n);
       a_.dones.fetch_add(1);
       return;
@@ -215,7 +215,8 @@ class worker_t
                        " bytes with tag " + std::to_string(s.tag) +
                        " from rank " + std::to_string(s.rank));
     fresh_ += a_.owner.process(a_.pass, p, s.size / a_.bpk, a_.bpk);
-    std::free(p);
+    // an active message's buffer goes back to the runtime's allocator
+    lci::get_allocator()->deallocate(p);
     a_.processed.fetch_add(1);
   }
 

@@ -236,7 +236,9 @@ int run(app_t& a)
   };
 
   // read: the same chunks and checks as the LCI program, one thread
-  uint64_t error_key = UINT64_MAX;
+  // a signed key: this system's MPICH compares MPI_UINT64_T as signed in
+  // MPI_MIN, so UINT64_MAX would win as "-1"
+  int64_t error_key = INT64_MAX;
   std::string error_msg;
   {
     reader_t reader(a.opt.files, a.opt.chunk_bytes, a.rank, a.nranks);
@@ -254,13 +256,13 @@ int run(app_t& a)
           a.progress.tick(reader.bytes_read() >> 20, 0, "MiB read");
       }
     } catch (const input_error& e) {
-      error_key = (uint64_t(e.file_index) << 40) | e.line;
+      error_key = int64_t((uint64_t(e.file_index) << 40) | e.line);
       error_msg = e.what();
     }
   }
-  uint64_t key = error_key;
-  MPI_Allreduce(MPI_IN_PLACE, &key, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-  if (key != UINT64_MAX) {
+  int64_t key = error_key;
+  MPI_Allreduce(MPI_IN_PLACE, &key, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
+  if (key != INT64_MAX) {
     int me = error_key == key ? a.rank : a.nranks;
     MPI_Allreduce(MPI_IN_PLACE, &me, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (me == a.rank)
