@@ -163,21 +163,17 @@ class spinlock_t
   std::atomic<bool> flag_{false};
 };
 
-struct null_lock_t {
-  void lock() {}
-  void unlock() {}
-};
-
 // A Bloom filter whose bits for one key all lie in one 64-bit word, so
 // that inserting is one fetch_or: of two concurrent insertions of the same
 // key, exactly one sees the key absent. That is what keeps counts >= 2
-// exact under threads (a k-mer is never "new" twice).
-template <bool kConcurrent>
+// exact under threads (a k-mer is never "new" twice). Without `concurrent`
+// (one thread inserts) a plain load and store do.
 class bloom_t
 {
  public:
-  void init(uint64_t nbits, uint64_t seed)
+  void init(uint64_t nbits, uint64_t seed, bool concurrent)
   {
+    concurrent_ = concurrent;
     uint64_t words = 64;
     while (words * 64 < nbits) words *= 2;
     words_.reset(new std::atomic<uint64_t>[words]);
@@ -193,7 +189,7 @@ class bloom_t
     std::atomic<uint64_t>& w = words_[x >> shift_];
     uint64_t bits = bits_of(x);
     uint64_t old;
-    if (kConcurrent) {
+    if (concurrent_) {
       if ((w.load(std::memory_order_relaxed) & bits) == bits) return true;
       old = w.fetch_or(bits, std::memory_order_relaxed);
     } else {
@@ -218,11 +214,11 @@ class bloom_t
   std::unique_ptr<std::atomic<uint64_t>[]> words_;
   int shift_ = 58;
   uint64_t seed_ = 0;
+  bool concurrent_ = true;
 };
 
 // Counting hash table: shards of open addressing (linear probing), each
-// behind its own lock; a count of 0 marks an empty slot.
-template <typename Lock>
+// behind its own lock when `concurrent`; a count of 0 marks an empty slot.
 class count_table_t
 {
  public:
@@ -235,11 +231,12 @@ class count_table_t
       : shift_(nshards_log2), shards_(size_t(1) << nshards_log2)
   {
   }
+  void set_concurrent(bool c) { concurrent_ = c; }
 
   void add(u128 key, uint64_t h, uint64_t n = 1)
   {
     shard_t& s = shards_[h & (shards_.size() - 1)];
-    s.lock.lock();
+    if (concurrent_) s.lock.lock();
     if ((s.used + 1) * 10 > s.slots.size() * 7) grow(s);
     uint64_t lo = static_cast<uint64_t>(key);
     uint64_t hi = static_cast<uint64_t>(key >> 64);
@@ -256,7 +253,7 @@ class count_table_t
         break;
       }
     }
-    s.lock.unlock();
+    if (concurrent_) s.lock.unlock();
   }
 
   // f(key, count) for every entry; not concurrent with add.
@@ -277,7 +274,7 @@ class count_table_t
 
  private:
   struct alignas(64) shard_t {
-    Lock lock;
+    spinlock_t lock;
     std::vector<entry_t> slots;
     size_t used = 0;
   };
@@ -299,17 +296,26 @@ class count_table_t
 
   int shift_;
   std::vector<shard_t> shards_;
+  bool concurrent_ = true;
 };
 
 // The owner's side of both passes, used on every batch of k-mers it
-// receives and on its own k-mers.
-template <bool kConcurrent>
+// receives and on its own k-mers; `concurrent` when several threads of the
+// process insert.
 struct owner_t {
-  using lock_t =
-      typename std::conditional<kConcurrent, spinlock_t, null_lock_t>::type;
-  bloom_t<kConcurrent> layer1, layer2;
-  count_table_t<lock_t> table;
+  bloom_t layer1, layer2;
+  count_table_t table;
   bool use_bloom = true;
+
+  void init(bool bloom, uint64_t bloom_bits, bool concurrent)
+  {
+    use_bloom = bloom;
+    if (bloom) {
+      layer1.init(bloom_bits, 0x1f2e3d4c5b6a7988ULL, concurrent);
+      layer2.init(bloom_bits / 2, 0x8a7b6c5d4e3f2011ULL, concurrent);
+    }
+    table.set_concurrent(concurrent);
+  }
 
   // pass 1: returns true if the k-mer was new to the first layer
   bool insert_bloom(uint64_t h)
