@@ -634,9 +634,10 @@ void print_summary(const options_t& opt, const summary_t& s,
       "%s\n",
       s.impl, s.nranks, s.nthreads, opt.k, opt.agg_bytes,
       opt.bloom ? "Bloom filter" : "no Bloom filter");
-  std::printf("# input: %zu files, %" PRIu64 " reads, %" PRIu64
+  std::printf("# input: %zu file%s, %" PRIu64 " reads, %" PRIu64
               " bases, %" PRIu64 " k-mers\n",
-              opt.files.size(), s.reads, s.bases, s.kmers);
+              opt.files.size(), opt.files.size() == 1 ? "" : "s", s.reads,
+              s.bases, s.kmers);
   double total = 0;
   for (auto& p : s.phases) {
     std::printf("# time %-6s %.3f s\n", p.first, p.second);
