@@ -634,6 +634,7 @@ void print_summary(const options_t& opt, const summary_t& s,
       "%s\n",
       s.impl, s.nranks, s.nthreads, opt.k, opt.agg_bytes,
       opt.bloom ? "Bloom filter" : "no Bloom filter");
+  if (!s.note.empty()) std::printf("# %s\n", s.note.c_str());
   std::printf("# input: %zu file%s, %" PRIu64 " reads, %" PRIu64
               " bases, %" PRIu64 " k-mers\n",
               opt.files.size(), opt.files.size() == 1 ? "" : "s", s.reads,

@@ -447,6 +447,7 @@ struct summary_t {
   int nranks, nthreads;
   uint64_t reads, bases, kmers, fresh, distinct;
   std::vector<std::pair<const char*, double>> phases;
+  std::string note;  // a line of the implementation's own, if any
 };
 void print_summary(const options_t& opt, const summary_t& s,
                    const std::vector<uint64_t>& hist, uint64_t lowest);

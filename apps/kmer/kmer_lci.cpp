@@ -373,7 +373,11 @@ int run(app_t& a)
   if (!a.opt.output_path.empty()) write_output(a, lowest);
   if (a.rank != 0) return 0;
   summary_t s{"lci",    a.nranks, a.opt.threads, stats[0], stats[1],
-              stats[2], all[0],   all[1],        phases};
+              stats[2], all[0],   all[1],        phases,   ""};
+  size_t eager = lci::get_max_bcopy_size();
+  s.note = "lci: a full buffer (" + std::to_string(a.cap) + " B) travels " +
+           (a.cap <= eager ? "eager" : "by rendezvous") + "; eager up to " +
+           std::to_string(eager) + " B";
   print_summary(a.opt, s, hist, lowest);
   try {
     std::string histo = a.opt.histo_path;

@@ -321,7 +321,7 @@ int run(app_t& a)
   }
   if (a.rank != 0) return 0;
   summary_t s{"mpi",    a.nranks, 1,      stats[0], stats[1],
-              stats[2], all[0],   all[1], phases};
+              stats[2], all[0],   all[1], phases,   ""};
   print_summary(a.opt, s, hist, lowest);
   try {
     std::string histo = a.opt.histo_path;
