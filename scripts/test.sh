@@ -79,9 +79,10 @@ if [ $# -eq 0 ]; then
   # asan) and the tcp iRPC run (the shm one stays), and the 4-rank hybrid
   # runs (the 3-rank ones cover the same routing), and the 4-rank runs of
   # the small point-to-point programs (their 2-rank runs, and 3-rank ones
-  # where there are, stay).
+  # where there are, stay), and the 4-rank runs of the C examples (the C
+  # test suite and their 2-rank runs stay).
   run_preset asan -LE 'launcher|bench|install' \
-    -E 'mp_coll_shm_n[13458]|mp_coll_tcp|irpc_tcp|_hybrid_(shm|tcp)_n4|(mp_sendrecv|hello_world|put_signal|mp_soak)_(shm|tcp|native)_n4'
+    -E 'mp_coll_shm_n[13458]|mp_coll_tcp|irpc_tcp|_hybrid_(shm|tcp)_n4|(mp_sendrecv|hello_world|put_signal|mp_soak)_(shm|tcp|native)_n4|^c\.[a-z_]+_n4$'
   # (it builds only the library and the binaries of the tests it runs)
   BUILD_TARGETS="lci_unit_threads $(sed -nE \
       's/^lci_stress_test\(([a-z_]+)\).*/lci_stress_\1/p' \

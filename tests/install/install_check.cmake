@@ -4,9 +4,11 @@
 #  2. checks the installed files (headers, library, package config, lcrun)
 #  3. configures CONSUMER_SOURCE_DIR with CMAKE_PREFIX_PATH=the prefix only
 #     and checks that find_package found LCI there (not in the build tree)
-#  4. builds it and runs both programs (linked to LCI::lci and LCI::LCI)
+#  4. builds it and runs its programs (C++ linked to LCI::lci and LCI::LCI;
+#     C through lci.h)
 #  5. runs the installed lci_info
-#  6. builds the consumer with pkg-config (lci.pc) alone and runs it
+#  6. builds the consumer with pkg-config (lci.pc) alone and runs it (the
+#     C++ program and the C one)
 foreach(var LCI_BUILD_DIR WORK_DIR CONSUMER_SOURCE_DIR GENERATOR CXX_COMPILER)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
     message(FATAL_ERROR "install_check.cmake: -D${var}=... is required")
@@ -45,7 +47,8 @@ file(GLOB_RECURSE cfgv LIST_DIRECTORIES false
 file(GLOB_RECURSE targets LIST_DIRECTORIES false ${prefix}/*/LCITargets.cmake)
 file(GLOB_RECURSE libs LIST_DIRECTORIES false
      ${prefix}/*/liblci.so* ${prefix}/*/liblci.a)
-foreach(f include/lci.hpp include/lci_binding.hpp)
+foreach(f include/lci.hpp include/lci_binding.hpp include/lci.h
+         include/lci_c_binding.h)
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "[install check] ${f} is not installed")
   endif()
@@ -76,13 +79,19 @@ set(build_type_args)
 if(CONFIG)
   set(build_type_args -DCMAKE_BUILD_TYPE=${CONFIG})
 endif()
+set(c_compiler_args)
+if(C_COMPILER)
+  set(c_compiler_args -DCMAKE_C_COMPILER=${C_COMPILER})
+endif()
 run("configure consumer" ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR}
     -B ${consumer_build} ${gen_args} ${build_type_args}
     -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+    ${c_compiler_args}
     -DCMAKE_PREFIX_PATH=${prefix}
     -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
     -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF
     "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}"
+    "-DCMAKE_C_FLAGS=${CONSUMER_FLAGS}"
     "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_FLAGS}")
 file(STRINGS ${consumer_build}/CMakeCache.txt lci_dir REGEX "^LCI_DIR:")
 string(REGEX REPLACE "^LCI_DIR:[A-Z]+=" "" lci_dir "${lci_dir}")
@@ -96,7 +105,7 @@ endif()
 
 # 4. build and run
 run("build consumer" ${CMAKE_COMMAND} --build ${consumer_build} ${config_args})
-foreach(exe lci_consumer lci_consumer_LCI)
+foreach(exe lci_consumer lci_consumer_LCI lci_consumer_c)
   set(exe_path ${consumer_build}/${exe})
   if(NOT EXISTS ${exe_path})
     set(exe_path ${consumer_build}/${CONFIG}/${exe})  # multi-config generators
