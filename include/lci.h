@@ -23,14 +23,19 @@
  *   string): the environment variable LCI_ATTR_<NAME>, else the default,
  *   applies (docs/ATTRIBUTES.md).
  * - `out` (only when the operation returns a value): where the value goes;
- *   may be NULL to discard it.
+ *   may be NULL to discard it. A status is written even when the call
+ *   fails (its error is the returned code); another value only on
+ *   success.
  * - The return value: for an operation returning a status (the posting
  *   calls, lci_cq_pop, lci_graph_test) its error code (done, posted or
  *   retry); for one returning an error code (lci_progress, lci_test_drained)
  *   that code; for the others LCI_DONE. A failure (what the C++ interface
  *   throws as lci::fatal_error) returns LCI_FATAL, or LCI_FATAL_PEER_FAILURE
  *   when a peer rank failed, and lci_error_string() says what went wrong.
- *   No C++ exception leaves a function of this header.
+ *   No C++ exception leaves a function of this header. (A status may
+ *   itself carry a fatal code, e.g. the status of a failed communication
+ *   that lci_cq_pop returns: then `*out` is that status and the call did
+ *   not fail.)
  *
  * Handles are opaque pointers; NULL is the empty handle (in an args struct:
  * the default resource). A free sets the caller's handle to NULL.

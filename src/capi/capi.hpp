@@ -172,6 +172,14 @@ inline lci_status_t c(const status_t& s)
 // starts with `fn`, the C function (the C++ message names the C++ call,
 // which may be another: lci_post_send fails in post_comm).
 lci_error_t fail(const char* fn) noexcept;
+// The same for an operation returning a status: `*out` (when not null)
+// becomes a status with the error code and no peer.
+inline lci_error_t fail_status(const char* fn, lci_status_t* out) noexcept
+{
+  const lci_error_t e = fail(fn);
+  if (out) *out = c(status_t(cxx(e)));
+  return e;
+}
 
 // Operations written by hand (gen_c.CUSTOM); they may throw.
 lci_error_t alloc_handler(lci_comp_handler_t handler, void* handler_context,

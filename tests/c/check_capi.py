@@ -4,6 +4,10 @@
 usage: check_capi.py coverage SPEC_DIR HEADER TEST.c...
          every operation of the spec has its C form in HEADER (the generated
          lci_c_binding.h) and is called in one of the C tests
+       check_capi.py generator SPEC_DIR
+         an operation added to the spec (new optional arguments of known
+         types, a sugar of post_comm, attributes) gets its C form with no
+         other change; a type of a new kind stops the generator naming it
        check_capi.py header SPEC_DIR INCLUDE_DIR... -- COMPILER ARGS...
          writes a C file that uses lci.h (every args struct with its INIT
          macro, the address of every operation) and compiles it with
@@ -65,6 +69,63 @@ def coverage(spec_dir, header, tests):
     return passed, failed
 
 
+def generator(spec_dir):
+    spec, gen = load_spec(spec_dir)
+    import gen_c  # noqa: E402
+    passed = failed = 0
+
+    def expect(ok, what):
+        nonlocal passed, failed
+        if ok:
+            passed += 1
+        else:
+            failed += 1
+            print("FAIL: " + what)
+
+    saved = list(spec.OPS)
+    try:
+        spec.OPS.append(spec.op(
+            "zz_probe", "status_t",
+            [spec.pos("int", "rank"), spec.pos("comp_t", "comp"), spec.RT,
+             spec.opt("uint64_t", "zz_flags", "0x10"),
+             spec.opt("matching_policy_t", "zz_policy",
+                      "matching_policy_t::tag_only"),
+             spec.opt("rmr_t", "zz_rmr", "RMR_NULL")],
+            doc="a probe"))
+        spec.OPS.append(spec.op(
+            "zz_send_probe", "status_t",
+            [spec.pos("int", "rank"), spec.pos("void*", "local_buffer"),
+             spec.pos("size_t", "size"), spec.pos("comp_t", "local_comp")],
+            sugar=("post_comm", {"direction": "direction_t::OUT"})))
+        spec.OPS.append(spec.op("zz_alloc_probe", "comp_t", [spec.RT],
+                                attrs_of="cq"))
+        h, cpp = gen_c.generate(gen.expanded_args, gen.resource, gen.HANDLES)
+        expect("lci_error_t lci_zz_probe(int rank, lci_comp_t comp, "
+               "const lci_zz_probe_args_t* args, lci_status_t* out);" in h,
+               "the probe's prototype")
+        expect("#define LCI_ZZ_PROBE_ARGS_INIT {NULL, 0x10, "
+               "LCI_MATCHING_POLICY_TAG_ONLY, LCI_RMR_NULL_INIT}" in h,
+               "the probe's INIT macro")
+        expect("x.zz_policy(lci::capi::cxx(args->zz_policy));" in cpp,
+               "the probe's optional argument passed on")
+        expect(re.search(r"lci_zz_send_probe_args_t \{[^}]*\btag;", h)
+               is not None, "the sugar op takes post_comm's tag")
+        expect("lci_zz_alloc_probe_args_t" in h and
+               "if (args->cq_type != nullptr) x.cq_type(args->cq_type);"
+               in cpp, "an allocating op takes its resource's attributes")
+        spec.OPS.append(spec.op("zz_bad", "void",
+                                [spec.pos("widget_t", "w")]))
+        try:
+            gen_c.generate(gen.expanded_args, gen.resource, gen.HANDLES)
+            expect(False, "a type of a new kind must stop the generator")
+        except gen_c.GenError as e:
+            expect("widget_t" in str(e) and "zz_bad" in str(e),
+                   "the generator's error names the op and the type: %s" % e)
+    finally:
+        spec.OPS[:] = saved
+    return passed, failed
+
+
 def header(spec_dir, includes, cmd):
     spec, gen = load_spec(spec_dir)
     lines = ["#include <lci.h>\n", "int main(void)\n{\n"]
@@ -90,6 +151,8 @@ def header(spec_dir, includes, cmd):
 def main(argv):
     if len(argv) >= 5 and argv[1] == "coverage":
         passed, failed = coverage(argv[2], argv[3], argv[4:])
+    elif len(argv) == 3 and argv[1] == "generator":
+        passed, failed = generator(argv[2])
     elif len(argv) >= 5 and argv[1] == "header" and "--" in argv:
         sep = argv.index("--")
         passed, failed = header(argv[2], argv[3:sep], argv[sep + 1:])

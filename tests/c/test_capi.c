@@ -4,8 +4,10 @@
  * harness: CHECK counts, the last line is "N passed, N failed" and the exit
  * status is 1 when a check failed. check_coverage.py fails when an operation
  * of the spec is never called here. */
+#define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <lci.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -421,8 +423,11 @@ static void test_point_to_point(void)
   /* error paths: a bad rank, a size over the limit */
   CHECK_FAILS(lci_post_send(3, out, 8, 1, LCI_COMP_NULL, NULL, &st),
               "lci_post_send", "rank 3 is out of range");
+  st.error = LCI_DONE;
   CHECK_FAILS(lci_post_send(-7, out, 8, 1, LCI_COMP_NULL, NULL, &st),
               "lci_post_send", "rank -7");
+  /* a failed call's status carries its code */
+  CHECK(st.error == LCI_FATAL && st.rank == -1);
   CHECK_FAILS(lci_post_send(0, out, (size_t)-1, 1, LCI_COMP_NULL, NULL, &st),
               "lci_post_send", "larger than any buffer");
   /* a freed completion queue as an active message's remote completion */
@@ -579,6 +584,35 @@ static void test_collectives(void)
   CHECK_FAILS(lci_broadcast(x, sizeof(x), 2, NULL), "lci_broadcast", "2");
 }
 
+/* a failure on another thread: its own message, not this thread's */
+static int g_other_thread_ok;
+static void* fail_elsewhere(void* arg)
+{
+  int me = 0;
+  lci_get_rank_me_args_t a = LCI_GET_RANK_ME_ARGS_INIT;
+  a.runtime = (lci_runtime_t)arg; /* a freed runtime */
+  lci_error_t rc = lci_get_rank_me(&a, &me);
+  g_other_thread_ok =
+      rc == LCI_FATAL && strstr(lci_error_string(), "lci_get_rank_me");
+  return NULL;
+}
+
+static void test_thread_local_error(void)
+{
+  lci_runtime_t rt = NULL;
+  CHECK(lci_alloc_runtime(NULL, &rt) == LCI_DONE);
+  lci_runtime_t freed = rt;
+  CHECK(lci_free_runtime(&rt) == LCI_DONE);
+  lci_status_t st;
+  CHECK_FAILS(lci_post_send(9, NULL, 0, 1, LCI_COMP_NULL, NULL, &st),
+              "lci_post_send", "rank 9");
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, fail_elsewhere, freed) == 0);
+  CHECK(pthread_join(t, NULL) == 0 && g_other_thread_ok);
+  /* this thread's message is still its own */
+  CHECK(strstr(lci_error_string(), "rank 9") != NULL);
+}
+
 int main(void)
 {
   test_error_codes();
@@ -591,6 +625,7 @@ int main(void)
   test_point_to_point();
   test_rma();
   test_collectives();
+  test_thread_local_error();
   CHECK(lci_g_runtime_fina() == LCI_DONE);
   /* after the global runtime is gone */
   lci_runtime_t g = (lci_runtime_t)&g;
