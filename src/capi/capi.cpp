@@ -207,9 +207,10 @@ lci_error_t alloc_handler(lci_comp_handler_t handler, void* handler_context,
   if (args && args->runtime)
     resolve_runtime(cxx(args->runtime), "alloc_handler");
   if (!handler) util::throw_fatal("alloc_handler: null handler function");
-  comp_impl_t* p = new c_handler_impl_t(handler, handler_context);
-  globals::comps().add(p);
-  if (out) *out = c(comp_t(p));
+  std::unique_ptr<comp_impl_t> p(
+      new c_handler_impl_t(handler, handler_context));
+  globals::comps().add(p.get());
+  if (out) *out = c(comp_t(p.release()));
   return LCI_DONE;
 }
 

@@ -49,12 +49,11 @@ static void check_fails(lci_error_t rc, const char* call, const char* what,
 }
 
 /* post until the call is not retry (progress in between) */
-#define POST(expr, st)                        \
+#define POST(expr)                            \
   do {                                        \
     rc = (expr);                              \
     if (lci_is_retry(rc)) lci_progress(NULL); \
-  } while (lci_is_retry(rc));                 \
-  (void)(st)
+  } while (lci_is_retry(rc))
 
 static void test_error_codes(void)
 {
@@ -398,11 +397,11 @@ static void test_point_to_point(void)
   /* send and receive, then the generic post_comm */
   lci_comp_t sync = NULL;
   CHECK(lci_alloc_sync(NULL, &sync) == LCI_DONE);
-  POST(lci_post_recv(0, in, sizeof(in), 5, sync, NULL, &st), st);
+  POST(lci_post_recv(0, in, sizeof(in), 5, sync, NULL, &st));
   CHECK(rc == LCI_POSTED || rc == LCI_DONE);
   lci_post_send_args_t sa = LCI_POST_SEND_ARGS_INIT;
   sa.user_context = out;
-  POST(lci_post_send(0, out, sizeof(out), 5, LCI_COMP_NULL, &sa, &st), st);
+  POST(lci_post_send(0, out, sizeof(out), 5, LCI_COMP_NULL, &sa, &st));
   CHECK(rc == LCI_DONE && st.user_context == out);
   lci_status_t got;
   CHECK(lci_sync_wait(sync, &got, NULL) == LCI_DONE);
@@ -412,10 +411,9 @@ static void test_point_to_point(void)
   memset(in, 0, sizeof(in));
   lci_post_comm_args_t ca = LCI_POST_COMM_ARGS_INIT;
   ca.tag = 6;
-  POST(lci_post_comm(LCI_DIRECTION_IN, 0, in, sizeof(in), sync, &ca, &st), st);
+  POST(lci_post_comm(LCI_DIRECTION_IN, 0, in, sizeof(in), sync, &ca, &st));
   CHECK(!lci_is_fatal(rc));
-  POST(lci_post_comm(LCI_DIRECTION_OUT, 0, out, 12, LCI_COMP_NULL, &ca, &st),
-       st);
+  POST(lci_post_comm(LCI_DIRECTION_OUT, 0, out, 12, LCI_COMP_NULL, &ca, &st));
   CHECK(rc == LCI_DONE);
   CHECK(lci_sync_wait(sync, &got, NULL) == LCI_DONE && got.size == 12 &&
         memcmp(in, out, 12) == 0);
@@ -452,9 +450,8 @@ static void test_point_to_point(void)
   uint64_t payload = UINT64_C(0x1122334455667788);
   lci_post_am_args_t aa = LCI_POST_AM_ARGS_INIT;
   aa.tag = 77;
-  POST(
-      lci_post_am(0, &payload, sizeof(payload), LCI_COMP_NULL, rcomp, &aa, &st),
-      st);
+  POST(lci_post_am(0, &payload, sizeof(payload), LCI_COMP_NULL, rcomp, &aa,
+                   &st));
   CHECK(rc == LCI_DONE);
   do {
     lci_progress(NULL);
@@ -504,7 +501,7 @@ static void test_rma(void)
 
   lci_comp_t sync = NULL;
   CHECK(lci_alloc_sync(NULL, &sync) == LCI_DONE);
-  POST(lci_post_put(0, local, N, sync, 0, rmr, NULL, &st), st);
+  POST(lci_post_put(0, local, N, sync, 0, rmr, NULL, &st));
   CHECK(!lci_is_fatal(rc));
   if (rc == LCI_POSTED) CHECK(lci_sync_wait(sync, NULL, NULL) == LCI_DONE);
   CHECK(memcmp(region, local, N) == 0);
@@ -517,7 +514,7 @@ static void test_rma(void)
   memset(local, 0, N);
   lci_post_get_args_t ga = LCI_POST_GET_ARGS_INIT;
   ga.remote_comp = rc_counter;
-  POST(lci_post_get(0, local, 100, sync, 10, rmr, &ga, &st), st);
+  POST(lci_post_get(0, local, 100, sync, 10, rmr, &ga, &st));
   CHECK(!lci_is_fatal(rc));
   if (rc == LCI_POSTED) CHECK(lci_sync_wait(sync, NULL, NULL) == LCI_DONE);
   CHECK(memcmp(local, region + 10, 100) == 0);
