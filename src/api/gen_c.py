@@ -20,8 +20,9 @@ import textwrap
 import spec
 
 # C++ scalar types spelled the same in C
-SAME = {"int", "size_t", "uint64_t", "int64_t", "uint32_t", "int32_t",
-        "bool", "void*", "const void*", "double"}
+SAME = {"int", "unsigned", "size_t", "uint64_t", "int64_t", "uint32_t",
+        "int32_t", "uint16_t", "int16_t", "uint8_t", "int8_t", "bool",
+        "void*", "const void*", "char*", "const char*", "double"}
 # spec types whose C form is a handle (an opaque pointer, NULL = empty)
 HANDLE_TYPES = {"runtime_t", "device_t", "packet_pool_t", "matching_engine_t",
                 "comp_t", "mr_t"}
@@ -118,7 +119,8 @@ def attr_c_type(a, where):
         return "const char*", "NULL", "args->{0} != nullptr"
     if a.type == "bool":
         return "int", "LCI_UNSET", "args->{0} != LCI_UNSET"
-    if a.type in ("int", "size_t", "uint64_t", "int64_t", "uint32_t"):
+    if a.type in ("int", "size_t", "uint64_t", "int64_t", "uint32_t",
+                  "int32_t", "double"):
         return (a.type, "(%s)LCI_UNSET" % a.type,
                 "args->{0} != static_cast<%s>(LCI_UNSET)" % a.type)
     raise GenError("%s: attribute %s of type %s has no C form; add it to "
