@@ -2,8 +2,9 @@
  * src/api/spec.py, one rank talking to itself, with the error paths (a bad
  * rank, a size over the limit, a freed handle, a null function). A tiny
  * harness: CHECK counts, the last line is "N passed, N failed" and the exit
- * status is 1 when a check failed. check_coverage.py fails when an operation
- * of the spec is never called here. */
+ * status is 1 when a check failed. check_capi.py (c.spec_coverage) fails
+ * when an operation of the spec is never called here, or never fails here
+ * inside a CHECK_FAILS. */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <lci.h>
@@ -581,6 +582,145 @@ static void test_collectives(void)
   CHECK_FAILS(lci_broadcast(x, sizeof(x), 2, NULL), "lci_broadcast", "2");
 }
 
+/* Every operation's error path: one failing call each (check_capi.py
+ * checks that every operation of the spec but get_g_runtime, which takes
+ * nothing that could be bad, is the call of a CHECK_FAILS). Most take a
+ * runtime that was freed; the others a freed or wrong completion object,
+ * or a pointer this library never made. */
+static void test_every_op_fails(void)
+{
+  lci_runtime_t dead = NULL;
+  CHECK(lci_alloc_runtime(NULL, &dead) == LCI_DONE);
+  lci_runtime_t keep = dead;
+  CHECK(lci_free_runtime(&keep) == LCI_DONE);
+  lci_comp_t gone = NULL;
+  CHECK(lci_alloc_counter(NULL, &gone) == LCI_DONE);
+  lci_comp_t keep_comp = gone;
+  CHECK(lci_free_comp(&keep_comp) == LCI_DONE);
+  lci_comp_t cq = NULL;
+  CHECK(lci_alloc_cq(NULL, &cq) == LCI_DONE);
+  char buf[64];
+  int i = 0;
+  size_t z = 0;
+  lci_status_t st;
+  lci_device_t dev = NULL;
+  lci_packet_pool_t pool = NULL;
+  lci_matching_engine_t me = NULL;
+  lci_comp_t comp = NULL;
+  lci_mr_t mr = NULL;
+  lci_rcomp_t rcomp = 0;
+  void* p = NULL;
+  const lci_allocator_t* al = NULL;
+  lci_graph_node_t node = NULL;
+
+  CHECK_FAILS(lci_g_runtime_init(NULL), "lci_g_runtime_init",
+              "already initialized");
+  lci_get_rank_n_args_t rn = LCI_GET_RANK_N_ARGS_INIT;
+  rn.runtime = dead;
+  CHECK_FAILS(lci_get_rank_n(&rn, &i), "lci_get_rank_n", NULL);
+
+  lci_alloc_device_args_t ad = LCI_ALLOC_DEVICE_ARGS_INIT;
+  ad.runtime = dead;
+  CHECK_FAILS(lci_alloc_device(&ad, &dev), "lci_alloc_device", NULL);
+  lci_device_t fake_dev = (lci_device_t)buf;
+  CHECK_FAILS(lci_free_device(&fake_dev, NULL), "lci_free_device", NULL);
+  lci_get_default_device_args_t gd = LCI_GET_DEFAULT_DEVICE_ARGS_INIT;
+  gd.runtime = dead;
+  CHECK_FAILS(lci_get_default_device(&gd, &dev), "lci_get_default_device",
+              NULL);
+  lci_alloc_packet_pool_args_t ap = LCI_ALLOC_PACKET_POOL_ARGS_INIT;
+  ap.runtime = dead;
+  CHECK_FAILS(lci_alloc_packet_pool(&ap, &pool), "lci_alloc_packet_pool", NULL);
+  lci_get_default_packet_pool_args_t gp = LCI_GET_DEFAULT_PACKET_POOL_ARGS_INIT;
+  gp.runtime = dead;
+  CHECK_FAILS(lci_get_default_packet_pool(&gp, &pool),
+              "lci_get_default_packet_pool", NULL);
+  lci_get_allocator_args_t ga = LCI_GET_ALLOCATOR_ARGS_INIT;
+  ga.runtime = dead;
+  CHECK_FAILS(lci_get_allocator(&ga, &al), "lci_get_allocator", NULL);
+  lci_get_upacket_args_t gu = LCI_GET_UPACKET_ARGS_INIT;
+  gu.runtime = dead;
+  CHECK_FAILS(lci_get_upacket(&gu, &p), "lci_get_upacket", NULL);
+  CHECK_FAILS(lci_put_upacket(buf, NULL), "lci_put_upacket",
+              "not a packet from get_upacket");
+  lci_get_max_bcopy_size_args_t gb = LCI_GET_MAX_BCOPY_SIZE_ARGS_INIT;
+  gb.runtime = dead;
+  CHECK_FAILS(lci_get_max_bcopy_size(&gb, &z), "lci_get_max_bcopy_size", NULL);
+  lci_alloc_matching_engine_args_t am = LCI_ALLOC_MATCHING_ENGINE_ARGS_INIT;
+  am.runtime = dead;
+  CHECK_FAILS(lci_alloc_matching_engine(&am, &me), "lci_alloc_matching_engine",
+              NULL);
+  lci_matching_engine_t fake_me = (lci_matching_engine_t)buf;
+  CHECK_FAILS(lci_free_matching_engine(&fake_me, NULL),
+              "lci_free_matching_engine", NULL);
+  lci_get_default_matching_engine_args_t gm =
+      LCI_GET_DEFAULT_MATCHING_ENGINE_ARGS_INIT;
+  gm.runtime = dead;
+  CHECK_FAILS(lci_get_default_matching_engine(&gm, &me),
+              "lci_get_default_matching_engine", NULL);
+
+  CHECK_FAILS(lci_sync_wait(gone, NULL, NULL), "lci_sync_wait", NULL);
+  lci_alloc_cq_args_t ac = LCI_ALLOC_CQ_ARGS_INIT;
+  ac.cq_type = "stack";
+  CHECK_FAILS(lci_alloc_cq(&ac, &comp), "lci_alloc_cq", "stack");
+  lci_alloc_counter_args_t ak = LCI_ALLOC_COUNTER_ARGS_INIT;
+  ak.runtime = dead;
+  CHECK_FAILS(lci_alloc_counter(&ak, &comp), "lci_alloc_counter", NULL);
+  int64_t v = 0;
+  CHECK_FAILS(lci_counter_get(gone, &v), "lci_counter_get", NULL);
+  CHECK_FAILS(lci_counter_set(cq, 1), "lci_counter_set", "not a counter");
+  lci_alloc_graph_args_t ag = LCI_ALLOC_GRAPH_ARGS_INIT;
+  ag.comp = LCI_COMP_NULL_RETRY;
+  CHECK_FAILS(lci_alloc_graph(&ag, &comp), "lci_alloc_graph",
+              "COMP_NULL_RETRY");
+  CHECK_FAILS(lci_graph_add_node(cq, node_run, NULL, &node),
+              "lci_graph_add_node", "not a graph");
+  CHECK_FAILS(lci_graph_node_mark_complete((lci_graph_node_t)buf, NULL),
+              "lci_graph_node_mark_complete", NULL);
+  CHECK_FAILS(lci_graph_start(cq), "lci_graph_start", "not a graph");
+  CHECK_FAILS(lci_graph_test(gone, &st), "lci_graph_test", NULL);
+  CHECK(st.error == LCI_FATAL);
+  CHECK_FAILS(lci_register_rcomp(LCI_COMP_NULL, NULL, &rcomp),
+              "lci_register_rcomp", "empty");
+  CHECK_FAILS(lci_deregister_rcomp(4000, NULL), "lci_deregister_rcomp", NULL);
+
+  lci_register_memory_args_t rm = LCI_REGISTER_MEMORY_ARGS_INIT;
+  rm.runtime = dead;
+  CHECK_FAILS(lci_register_memory(buf, sizeof(buf), &rm, &mr),
+              "lci_register_memory", NULL);
+  lci_mr_t fake_mr = (lci_mr_t)buf;
+  CHECK_FAILS(lci_deregister_memory(&fake_mr, NULL), "lci_deregister_memory",
+              NULL);
+
+  CHECK_FAILS(lci_post_comm(LCI_DIRECTION_IN, 5, buf, 8, cq, NULL, &st),
+              "lci_post_comm", "rank 5");
+  CHECK_FAILS(lci_post_recv(0, NULL, 8, 1, cq, NULL, &st), "lci_post_recv",
+              "null buffer");
+  lci_barrier_args_t ba = LCI_BARRIER_ARGS_INIT;
+  ba.runtime = dead;
+  CHECK_FAILS(lci_barrier(&ba), "lci_barrier", NULL);
+  CHECK_FAILS(lci_reduce(buf, buf, 1, 8, NULL, 0, NULL), "lci_reduce", NULL);
+  CHECK_FAILS(lci_allreduce(buf, buf, 1, 8, NULL, NULL), "lci_allreduce", NULL);
+  CHECK_FAILS(lci_reduce_scatter(buf, buf, 1, 8, NULL, NULL),
+              "lci_reduce_scatter", NULL);
+  lci_allgather_args_t al_args = LCI_ALLGATHER_ARGS_INIT;
+  al_args.runtime = dead;
+  CHECK_FAILS(lci_allgather(buf, buf, 8, &al_args), "lci_allgather", NULL);
+  lci_alltoall_args_t aa = LCI_ALLTOALL_ARGS_INIT;
+  aa.runtime = dead;
+  CHECK_FAILS(lci_alltoall(buf, buf, 8, &aa), "lci_alltoall", NULL);
+  lci_test_drained_args_t td = LCI_TEST_DRAINED_ARGS_INIT;
+  td.runtime = dead;
+  CHECK_FAILS(lci_test_drained(&td), "lci_test_drained", NULL);
+  lci_wait_drained_args_t wd = LCI_WAIT_DRAINED_ARGS_INIT;
+  wd.runtime = dead;
+  CHECK_FAILS(lci_wait_drained(&wd), "lci_wait_drained", NULL);
+
+  CHECK(lci_free_comp(&cq) == LCI_DONE);
+  /* the library still works */
+  CHECK(lci_barrier(NULL) == LCI_DONE);
+}
+
 /* a failure on another thread: its own message, not this thread's */
 static int g_other_thread_ok;
 static void* fail_elsewhere(void* arg)
@@ -623,7 +763,9 @@ int main(void)
   test_rma();
   test_collectives();
   test_thread_local_error();
+  test_every_op_fails();
   CHECK(lci_g_runtime_fina() == LCI_DONE);
+  CHECK_FAILS(lci_g_runtime_fina(), "lci_g_runtime_fina", "not initialized");
   /* after the global runtime is gone */
   lci_runtime_t g = (lci_runtime_t)&g;
   CHECK(lci_get_g_runtime(&g) == LCI_DONE && g == NULL);
