@@ -134,11 +134,8 @@ typedef struct lci_status_t {
 #define LCI_STATUS_INIT(code) {(code), -1, NULL, 0, 0, NULL}
 /* clang-format on */
 
-/* Handles (NULL: empty). */
-typedef struct lci_runtime_s* lci_runtime_t;
-typedef struct lci_device_s* lci_device_t;
-typedef struct lci_packet_pool_s* lci_packet_pool_t;
-typedef struct lci_matching_engine_s* lci_matching_engine_t;
+/* Handles (NULL: empty); the resource handles (lci_runtime_t,
+ * lci_device_t, ...) are generated with the operations. */
 typedef struct lci_mr_s* lci_mr_t;
 /* A completion object: a synchronizer, completion queue, handler, counter
  * or graph of this interface, or a C++ lci::comp_impl_t. */

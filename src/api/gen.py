@@ -3,7 +3,8 @@
 
 usage: gen.py OUT_DIR            writes OUT_DIR/lci_binding.hpp, lci_binding.cpp
                                  and the C interface (gen_c.py):
-                                 lci_c_binding.h, lci_c_binding.cpp
+                                 lci_c_binding.h, lci_c_binding.cpp,
+                                 lci_c_handles.hpp
        gen.py --doc FILE         writes the attribute reference (Markdown)
 """
 import os
@@ -315,12 +316,13 @@ def main(argv):
     write_if_changed(os.path.join(argv[1], "lci_binding.hpp"), gen_hpp())
     write_if_changed(os.path.join(argv[1], "lci_binding.cpp"), gen_cpp())
     try:
-        c_h, c_cpp = gen_c.generate(expanded_args, resource, HANDLES)
+        c_h, c_cpp, c_hpp = gen_c.generate(expanded_args, resource, HANDLES)
     except gen_c.GenError as e:
         sys.stderr.write("gen.py: the C interface: %s\n" % e)
         return 1
     write_if_changed(os.path.join(argv[1], "lci_c_binding.h"), c_h)
     write_if_changed(os.path.join(argv[1], "lci_c_binding.cpp"), c_cpp)
+    write_if_changed(os.path.join(argv[1], "lci_c_handles.hpp"), c_hpp)
     return 0
 
 

@@ -11,6 +11,7 @@
 
 #include "lci.h"
 #include "lci.hpp"
+#include "lci_c_handles.hpp"  // the resource handles (generated)
 
 namespace lci::capi
 {
@@ -21,22 +22,6 @@ template <typename T>
 inline T cxx(T v)
 {
   return v;
-}
-inline runtime_t cxx(lci_runtime_t h)
-{
-  return runtime_t(reinterpret_cast<runtime_impl_t*>(h));
-}
-inline device_t cxx(lci_device_t h)
-{
-  return device_t(reinterpret_cast<device_impl_t*>(h));
-}
-inline packet_pool_t cxx(lci_packet_pool_t h)
-{
-  return packet_pool_t(reinterpret_cast<packet_pool_impl_t*>(h));
-}
-inline matching_engine_t cxx(lci_matching_engine_t h)
-{
-  return matching_engine_t(reinterpret_cast<matching_engine_impl_t*>(h));
 }
 inline comp_t cxx(lci_comp_t h)
 {
@@ -125,22 +110,6 @@ template <typename T>
 inline T c(T v)
 {
   return v;
-}
-inline lci_runtime_t c(runtime_t h)
-{
-  return reinterpret_cast<lci_runtime_t>(h.p_impl);
-}
-inline lci_device_t c(device_t h)
-{
-  return reinterpret_cast<lci_device_t>(h.p_impl);
-}
-inline lci_packet_pool_t c(packet_pool_t h)
-{
-  return reinterpret_cast<lci_packet_pool_t>(h.p_impl);
-}
-inline lci_matching_engine_t c(matching_engine_t h)
-{
-  return reinterpret_cast<lci_matching_engine_t>(h.p_impl);
 }
 inline lci_comp_t c(comp_t h) { return reinterpret_cast<lci_comp_t>(h.p_impl); }
 inline lci_mr_t c(mr_t h) { return reinterpret_cast<lci_mr_t>(h.p_impl); }

@@ -7,8 +7,9 @@ usage: check_capi.py coverage SPEC_DIR HEADER TEST.c...
          once (the call of a CHECK_FAILS) unless NO_ERROR_PATH says why not
        check_capi.py generator SPEC_DIR
          an operation added to the spec (new optional arguments of known
-         types, a sugar of post_comm, attributes) gets its C form with no
-         other change; a type of a new kind stops the generator naming it
+         types, a sugar of post_comm, attributes) or a resource with a
+         handle gets its C form with no other change; a type of a new kind
+         stops the generator naming it
        check_capi.py header SPEC_DIR INCLUDE_DIR... -- COMPILER ARGS...
          writes a C file that uses lci.h (every args struct with its INIT
          macro, the address of every operation) and compiles it with
@@ -97,6 +98,8 @@ def generator(spec_dir):
             print("FAIL: " + what)
 
     saved = list(spec.OPS)
+    saved_resources = list(spec.RESOURCES)
+    saved_handles = list(gen.HANDLES)
     try:
         spec.OPS.append(spec.op(
             "zz_probe", "status_t",
@@ -113,7 +116,8 @@ def generator(spec_dir):
             sugar=("post_comm", {"direction": "direction_t::OUT"})))
         spec.OPS.append(spec.op("zz_alloc_probe", "comp_t", [spec.RT],
                                 attrs_of="cq"))
-        h, cpp = gen_c.generate(gen.expanded_args, gen.resource, gen.HANDLES)
+        h, cpp, _ = gen_c.generate(gen.expanded_args, gen.resource,
+                                   gen.HANDLES)
         expect("lci_error_t lci_zz_probe(int rank, lci_comp_t comp, "
                "const lci_zz_probe_args_t* args, lci_status_t* out);" in h,
                "the probe's prototype")
@@ -127,6 +131,24 @@ def generator(spec_dir):
         expect("lci_zz_alloc_probe_args_t" in h and
                "if (args->cq_type != nullptr) x.cq_type(args->cq_type);"
                in cpp, "an allocating op takes its resource's attributes")
+        # a resource with a handle: typedef, conversions, getters, and
+        # operations taking it
+        spec.RESOURCES.append(spec.Resource("zz_widget", [
+            spec.attr("size_t", "zz_width", 4, "a width")], "a probe"))
+        gen.HANDLES.append("zz_widget")
+        spec.OPS.append(spec.op("zz_alloc_widget", "zz_widget_t", [spec.RT],
+                                attrs_of="zz_widget"))
+        spec.OPS.append(spec.op("zz_free_widget", "void",
+                                [spec.pos("zz_widget_t*", "w")]))
+        h, cpp, hpp = gen_c.generate(gen.expanded_args, gen.resource,
+                                     gen.HANDLES)
+        expect("typedef struct lci_zz_widget_s* lci_zz_widget_t;" in h and
+               "inline zz_widget_t cxx(lci_zz_widget_t h)" in hpp and
+               "lci_error_t lci_zz_widget_get_attr_zz_width("
+               "lci_zz_widget_t zz_widget, size_t* out);" in h and
+               "lci_error_t lci_zz_free_widget(lci_zz_widget_t* w);" in h and
+               "lci_zz_alloc_widget_args_t" in h,
+               "a new resource gets its C handle, getters and operations")
         spec.OPS.append(spec.op("zz_bad", "void",
                                 [spec.pos("widget_t", "w")]))
         try:
@@ -137,6 +159,8 @@ def generator(spec_dir):
                    "the generator's error names the op and the type: %s" % e)
     finally:
         spec.OPS[:] = saved
+        spec.RESOURCES[:] = saved_resources
+        gen.HANDLES[:] = saved_handles
     return passed, failed
 
 
