@@ -151,4 +151,14 @@ run("run lci_consumer_pc" ${WORK_DIR}/lci_consumer_pc)
 if(NOT run_output MATCHES "consumer: rank 0 of 1 received 'hello from the installed LCI'")
   message(FATAL_ERROR "[install check] unexpected output from lci_consumer_pc")
 endif()
+# the C program (lci.h) with the same flags and a C compiler
+if(C_COMPILER)
+  run("build C consumer with pkg-config" ${C_COMPILER} -std=c99
+      ${consumer_flags} ${CONSUMER_SOURCE_DIR}/main.c ${pc_flags}
+      -Wl,-rpath,${pc_libdir} -o ${WORK_DIR}/lci_consumer_c_pc)
+  run("run lci_consumer_c_pc" ${WORK_DIR}/lci_consumer_c_pc)
+  if(NOT run_output MATCHES "consumer: rank 0 of 1 received 'hello from the installed LCI'")
+    message(FATAL_ERROR "[install check] unexpected output from lci_consumer_c_pc")
+  endif()
+endif()
 message("install check passed")
