@@ -246,7 +246,8 @@ def gen_body(c):
             # copy, then write the copy back
             lines.append("lci::%s %s_v;" % (base, a.name))
             lines.append("lci::%s* %s_p = nullptr;" % (base, a.name))
-            lines.append("if (%s) { %s_v = lci::capi::cxx(*%s); %s_p = &%s_v; }"
+            lines.append("if (%s) { %s_v = lci::capi::cxx(*%s); "
+                         "%s_p = &%s_v; }"
                          % (a.name, a.name, a.name, a.name, a.name))
             ctor.append("%s_p" % a.name)
             post.append("if (%s) *%s = lci::capi::c(%s_v);"
@@ -350,7 +351,8 @@ def gen_cpp(ops, attr_getters):
     for res, a in attr_getters:
         out.append("lci_error_t lci_%s_get_attr_%s(lci_%s_t %s, %s* out)\n{\n"
                    "  try {\n" % (res, a.name, res, res, attr_getter_type(a)))
-        out.append("    const lci::%s_t h = lci::capi::cxx(%s);\n" % (res, res))
+        out.append("    const lci::%s_t h = lci::capi::cxx(%s);\n"
+                   % (res, res))
         if a.type == "std::string":
             # the getter checks the handle; the string lives in the resource
             out.append("    (void)h.get_attr_%s();\n" % a.name)
