@@ -407,19 +407,21 @@ OPS = [
        + COLL + [opt("reduce_scatter_algorithm_t", "algorithm",
                      "reduce_scatter_algorithm_t::none")],
        doc="sendbuf holds rank_n blocks of `recvcount` items; rank i's "
-       "recvbuf = op over every rank's block i"),
+       "recvbuf = op over every rank's block i (recvbuf may be this rank's "
+       "block of sendbuf, or overlap it otherwise)"),
     op("allgather", "void", [
         pos("const void*", "sendbuf"), pos("void*", "recvbuf"),
         pos("size_t", "size")]
        + COLL + [opt("allgather_algorithm_t", "algorithm",
                      "allgather_algorithm_t::none")],
        doc="recvbuf (rank_n x size bytes) = every rank's `size` bytes, in "
-       "rank order"),
+       "rank order (sendbuf may be this rank's block of recvbuf, or "
+       "overlap it otherwise)"),
     op("alltoall", "void", [
         pos("const void*", "sendbuf"), pos("void*", "recvbuf"),
         pos("size_t", "size")] + COLL,
        doc="block j (size bytes) of rank i's sendbuf lands in block i of "
-       "rank j's recvbuf"),
+       "rank j's recvbuf (recvbuf may equal sendbuf)"),
     op("progress", "error_t", [RT, DEV],
        doc="make progress on a device: done if it did work, retry if not"),
     op("test_drained", "error_t", [RT, DEV],
