@@ -271,7 +271,8 @@ OPS = [
        "(default device when unset) unless do_progress is false"),
     op("alloc_cq", "comp_t", [RT], attrs_of="cq"),
     op("cq_pop", "status_t", [pos("comp_t", "comp")],
-       doc="done with the oldest status, or retry when empty"),
+       doc="the oldest status, done (or its error when the operation "
+       "failed: fatal_peer_failure), or retry when empty"),
     op("alloc_handler", "comp_t", [pos("comp_handler_t", "handler"), RT]),
     op("alloc_counter", "comp_t", [RT]),
     op("counter_get", "int64_t", [pos("comp_t", "comp")]),
