@@ -263,8 +263,9 @@ class mr_t
 // a plain struct to copy into a message. A put or get addresses the byte
 // `remote_disp` of the region. `size` bounds the accesses; `runtime` and
 // `rank` say whose region it is, so that an rmr used with the wrong runtime
-// or the wrong target rank is an error at the posting call. An rmr with
-// size 0 is empty (RMR_NULL: no remote buffer).
+// or the wrong target rank is an error at the posting call. An rmr without
+// an owner is empty (RMR_NULL: no remote buffer); the rmr of a zero-size
+// registration is not (a put or get of 0 bytes may name it).
 struct rmr_t {
   uint64_t base;         // the backend's address of the region's first byte
   uint64_t opaque_rkey;  // the backend's remote key
@@ -272,7 +273,7 @@ struct rmr_t {
   uint32_t runtime;      // the owner's runtime (a value shared by its ranks)
   int32_t rank;          // the owner's rank
   rmr_t() : base(0), opaque_rkey(0), size(0), runtime(0), rank(-1) {}
-  bool is_empty() const { return size == 0; }
+  bool is_empty() const { return size == 0 && rank < 0; }
 };
 const rmr_t RMR_NULL = rmr_t();
 

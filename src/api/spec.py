@@ -205,9 +205,13 @@ OPS = [
        doc="allocate a runtime (collective over the bootstrap's ranks)"),
     op("free_runtime", "void", [pos("runtime_t*", "runtime")],
        doc="free a runtime and its default resources"),
-    op("g_runtime_init", "void", attrs_of="runtime",
-       doc="allocate the global runtime"),
-    op("g_runtime_fina", "void", doc="free the global runtime"),
+    op("g_runtime_init", "runtime_t", attrs_of="runtime",
+       doc="allocate the global runtime and return it; when it exists "
+       "already, warn (stderr) and return it (this call's attributes are "
+       "not applied)"),
+    op("g_runtime_fina", "void",
+       doc="free the global runtime: each g_runtime_init needs one, the "
+       "last one frees it"),
     op("get_g_runtime", "runtime_t", doc="the global runtime (may be empty)"),
     op("get_rank_me", "int", [RT], doc="rank of this process"),
     op("get_rank_n", "int", [RT], doc="number of ranks"),
