@@ -191,6 +191,11 @@ RESOURCES = [
 RT = opt("runtime_t", "runtime", "runtime_t()")
 DEV = opt("device_t", "device", "device_t()")
 
+# upstream LCI 2's option of completion objects: deliver an eager active
+# message in its packet (returned with put_upacket) instead of a copy; true
+# is refused for now (docs/ARCHITECTURE.md, "Compatibility with upstream")
+ZERO_COPY_AM = opt("bool", "zero_copy_am", "false")
+
 # the optional arguments of every collective: `comp` makes it nonblocking
 # (signalled once with status done and `user_context` when complete);
 # `matching_engine` defaults to the runtime's collective engine
@@ -265,7 +270,7 @@ OPS = [
        "the other type waits under `key`, remove and return the oldest; for "
        "engines the library does not also use for messages"),
     # completion objects
-    op("alloc_sync", "comp_t", [RT], attrs_of="sync"),
+    op("alloc_sync", "comp_t", [RT, ZERO_COPY_AM], attrs_of="sync"),
     op("sync_test", "bool", [pos("comp_t", "comp"), pos("status_t*", "p_out")],
        doc="true once `threshold` signals arrived; copies them to p_out "
        "(may be null) and resets the synchronizer"),
@@ -273,11 +278,12 @@ OPS = [
                              opt("bool", "do_progress", "true"), DEV, RT],
        doc="wait until sync_test succeeds, driving progress on `device` "
        "(default device when unset) unless do_progress is false"),
-    op("alloc_cq", "comp_t", [RT], attrs_of="cq"),
+    op("alloc_cq", "comp_t", [RT, ZERO_COPY_AM], attrs_of="cq"),
     op("cq_pop", "status_t", [pos("comp_t", "comp")],
        doc="the oldest status, done (or its error when the operation "
        "failed: fatal_peer_failure), or retry when empty"),
-    op("alloc_handler", "comp_t", [pos("comp_handler_t", "handler"), RT]),
+    op("alloc_handler", "comp_t", [pos("comp_handler_t", "handler"), RT,
+                                   ZERO_COPY_AM]),
     op("alloc_counter", "comp_t", [RT]),
     op("counter_get", "int64_t", [pos("comp_t", "comp")]),
     op("counter_set", "void", [pos("comp_t", "comp"), pos("int64_t", "value")]),
@@ -312,9 +318,11 @@ OPS = [
     op("deregister_rcomp", "void", [pos("rcomp_t", "rcomp"), RT]),
     # memory registration
     op("register_memory", "mr_t", [pos("void*", "address"),
-                                   pos("size_t", "size"), RT],
+                                   pos("size_t", "size"), RT, DEV],
        doc="register [address, address + size) with the runtime's network "
-       "context (valid on every device of the runtime)"),
+       "context (valid on every device of the runtime; `device`, upstream "
+       "LCI's per-device registration, is checked to be a live device of "
+       "the runtime)"),
     op("deregister_memory", "void", [pos("mr_t*", "mr"), RT],
        doc="deregister; peers must no longer access the region"),
     op("get_rmr", "rmr_t", [pos("mr_t", "mr")],

@@ -839,6 +839,35 @@ graph_node_t allreduce_ring(coll_t& c, const void* sendbuf, void* recvbuf,
 
 // ---- the operations ---------------------------------------------------------
 
+const char* get_broadcast_algorithm_str(broadcast_algorithm_t algorithm)
+{
+  static const char* const names[] = {"none", "direct", "tree", "ring"};
+  unsigned i = static_cast<unsigned>(algorithm);
+  return i < 4 ? names[i] : "unknown";
+}
+
+const char* get_allreduce_algorithm_str(allreduce_algorithm_t algorithm)
+{
+  static const char* const names[] = {"none", "direct", "tree", "ring"};
+  unsigned i = static_cast<unsigned>(algorithm);
+  return i < 4 ? names[i] : "unknown";
+}
+
+const char* get_reduce_scatter_algorithm_str(
+    reduce_scatter_algorithm_t algorithm)
+{
+  static const char* const names[] = {"none", "direct", "tree", "ring"};
+  unsigned i = static_cast<unsigned>(algorithm);
+  return i < 4 ? names[i] : "unknown";
+}
+
+const char* get_allgather_algorithm_str(allgather_algorithm_t algorithm)
+{
+  static const char* const names[] = {"none", "direct", "ring"};
+  unsigned i = static_cast<unsigned>(algorithm);
+  return i < 3 ? names[i] : "unknown";
+}
+
 void barrier_x::call_impl(runtime_t runtime, device_t device,
                           matching_engine_t matching_engine, comp_t comp,
                           void* user_context)
