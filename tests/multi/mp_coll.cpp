@@ -1,7 +1,8 @@
 // Multi-process check of the collectives: every collective with every
 // algorithm, sizes 0, 1, 8 bytes, 4 KiB and 1 MiB, every root, blocking and
 // nonblocking, results checked element by element against a serial
-// computation of what every rank contributed; then 4 threads each running
+// computation of what every rank contributed; every form of overlapping
+// buffers (in place) with every algorithm; then 4 threads each running
 // independent nonblocking collectives on their own matching engine; then
 // bad input (each raises fatal_error and the next collective still works)
 // and a size mismatch across ranks (an error, not a write past a buffer).
