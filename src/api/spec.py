@@ -191,6 +191,11 @@ RESOURCES = [
 RT = opt("runtime_t", "runtime", "runtime_t()")
 DEV = opt("device_t", "device", "device_t()")
 
+# upstream LCI 2's option of completion objects: deliver an eager active
+# message in its packet (returned with put_upacket) instead of a copy; true
+# is refused for now (docs/ARCHITECTURE.md, "Compatibility with upstream")
+ZERO_COPY_AM = opt("bool", "zero_copy_am", "false")
+
 # the optional arguments of every collective: `comp` makes it nonblocking
 # (signalled once with status done and `user_context` when complete);
 # `matching_engine` defaults to the runtime's collective engine
@@ -205,9 +210,13 @@ OPS = [
        doc="allocate a runtime (collective over the bootstrap's ranks)"),
     op("free_runtime", "void", [pos("runtime_t*", "runtime")],
        doc="free a runtime and its default resources"),
-    op("g_runtime_init", "void", attrs_of="runtime",
-       doc="allocate the global runtime"),
-    op("g_runtime_fina", "void", doc="free the global runtime"),
+    op("g_runtime_init", "runtime_t", attrs_of="runtime",
+       doc="allocate the global runtime and return it; when it exists "
+       "already, warn (stderr) and return it (this call's attributes are "
+       "not applied)"),
+    op("g_runtime_fina", "void",
+       doc="free the global runtime: each g_runtime_init needs one, the "
+       "last one frees it"),
     op("get_g_runtime", "runtime_t", doc="the global runtime (may be empty)"),
     op("get_rank_me", "int", [RT], doc="rank of this process"),
     op("get_rank_n", "int", [RT], doc="number of ranks"),
@@ -261,7 +270,7 @@ OPS = [
        "the other type waits under `key`, remove and return the oldest; for "
        "engines the library does not also use for messages"),
     # completion objects
-    op("alloc_sync", "comp_t", [RT], attrs_of="sync"),
+    op("alloc_sync", "comp_t", [RT, ZERO_COPY_AM], attrs_of="sync"),
     op("sync_test", "bool", [pos("comp_t", "comp"), pos("status_t*", "p_out")],
        doc="true once `threshold` signals arrived; copies them to p_out "
        "(may be null) and resets the synchronizer"),
@@ -269,10 +278,12 @@ OPS = [
                              opt("bool", "do_progress", "true"), DEV, RT],
        doc="wait until sync_test succeeds, driving progress on `device` "
        "(default device when unset) unless do_progress is false"),
-    op("alloc_cq", "comp_t", [RT], attrs_of="cq"),
+    op("alloc_cq", "comp_t", [RT, ZERO_COPY_AM], attrs_of="cq"),
     op("cq_pop", "status_t", [pos("comp_t", "comp")],
-       doc="done with the oldest status, or retry when empty"),
-    op("alloc_handler", "comp_t", [pos("comp_handler_t", "handler"), RT]),
+       doc="the oldest status, done (or its error when the operation "
+       "failed: fatal_peer_failure), or retry when empty"),
+    op("alloc_handler", "comp_t", [pos("comp_handler_t", "handler"), RT,
+                                   ZERO_COPY_AM]),
     op("alloc_counter", "comp_t", [RT]),
     op("counter_get", "int64_t", [pos("comp_t", "comp")]),
     op("counter_set", "void", [pos("comp_t", "comp"), pos("int64_t", "value")]),
@@ -307,9 +318,11 @@ OPS = [
     op("deregister_rcomp", "void", [pos("rcomp_t", "rcomp"), RT]),
     # memory registration
     op("register_memory", "mr_t", [pos("void*", "address"),
-                                   pos("size_t", "size"), RT],
+                                   pos("size_t", "size"), RT, DEV],
        doc="register [address, address + size) with the runtime's network "
-       "context (valid on every device of the runtime)"),
+       "context (valid on every device of the runtime; `device`, upstream "
+       "LCI's per-device registration, is checked to be a live device of "
+       "the runtime)"),
     op("deregister_memory", "void", [pos("mr_t*", "mr"), RT],
        doc="deregister; peers must no longer access the region"),
     op("get_rmr", "rmr_t", [pos("mr_t", "mr")],
@@ -407,19 +420,21 @@ OPS = [
        + COLL + [opt("reduce_scatter_algorithm_t", "algorithm",
                      "reduce_scatter_algorithm_t::none")],
        doc="sendbuf holds rank_n blocks of `recvcount` items; rank i's "
-       "recvbuf = op over every rank's block i"),
+       "recvbuf = op over every rank's block i (recvbuf may be this rank's "
+       "block of sendbuf, or overlap it otherwise)"),
     op("allgather", "void", [
         pos("const void*", "sendbuf"), pos("void*", "recvbuf"),
         pos("size_t", "size")]
        + COLL + [opt("allgather_algorithm_t", "algorithm",
                      "allgather_algorithm_t::none")],
        doc="recvbuf (rank_n x size bytes) = every rank's `size` bytes, in "
-       "rank order"),
+       "rank order (sendbuf may be this rank's block of recvbuf, or "
+       "overlap it otherwise)"),
     op("alltoall", "void", [
         pos("const void*", "sendbuf"), pos("void*", "recvbuf"),
         pos("size_t", "size")] + COLL,
        doc="block j (size bytes) of rank i's sendbuf lands in block i of "
-       "rank j's recvbuf"),
+       "rank j's recvbuf (recvbuf may equal sendbuf)"),
     op("progress", "error_t", [RT, DEV],
        doc="make progress on a device: done if it did work, retry if not"),
     op("test_drained", "error_t", [RT, DEV],
