@@ -54,7 +54,7 @@ int main(int argc, char** argv)
 {
   long iters = argc > 1 ? atol(argv[1]) : 10000;
   lci_error_t rc;
-  if ((rc = lci_g_runtime_init(NULL)) != LCI_DONE) die("g_runtime_init", rc);
+  if ((rc = lci_g_runtime_init(NULL, NULL)) != LCI_DONE) die("g_runtime_init", rc);
   int rank = 0, nranks = 0;
   lci_get_rank_me(NULL, &rank);
   lci_get_rank_n(NULL, &nranks);

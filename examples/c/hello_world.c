@@ -20,7 +20,7 @@ static void die(const char* call, lci_error_t rc)
 int main(void)
 {
   lci_error_t rc;
-  if ((rc = lci_g_runtime_init(NULL)) != LCI_DONE) die("g_runtime_init", rc);
+  if ((rc = lci_g_runtime_init(NULL, NULL)) != LCI_DONE) die("g_runtime_init", rc);
   int rank = 0, nranks = 0;
   lci_get_rank_me(NULL, &rank);
   lci_get_rank_n(NULL, &nranks);

@@ -193,7 +193,7 @@ int main(int argc, char** argv)
     return 2;
   }
   lci_error_t rc;
-  if ((rc = lci_g_runtime_init(NULL)) != LCI_DONE) die("g_runtime_init", rc);
+  if ((rc = lci_g_runtime_init(NULL, NULL)) != LCI_DONE) die("g_runtime_init", rc);
   lci_get_rank_me(NULL, &g_rank);
   lci_get_rank_n(NULL, &g_nranks);
   /* the queues; the two remote ones are registered in the same order on

@@ -7,7 +7,7 @@
 
 int main(void)
 {
-  if (lci_g_runtime_init(NULL) != LCI_DONE) {
+  if (lci_g_runtime_init(NULL, NULL) != LCI_DONE) {
     fprintf(stderr, "consumer: %s\n", lci_error_string());
     return 1;
   }
