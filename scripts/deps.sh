@@ -13,7 +13,10 @@ packages=(cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin iproute2
           # launcher tests (tests/launchers): MPICH's mpiexec.hydra (PMI-1,
           # PMI-2) and mpicxx.mpich (MPI-bootstrapped build), Open MPI's
           # mpirun (PMIx), libpmix for the PMIx bootstrap backend
-          mpich libmpich-dev openmpi-bin libopenmpi-dev libpmix-dev)
+          mpich libmpich-dev openmpi-bin libopenmpi-dev libpmix-dev
+          # Slurm tests (tests/slurm): a private one-node cluster; Debian's
+          # slurmd has the pmi2 and pmix (libpmix2) MPI plugins
+          slurmd slurmctld slurm-client munge)
 # --bench: also matplotlib for the comparison plots (docs/BENCHMARKING.md)
 # --fuzz: also clang and its libFuzzer runtime for the opt-in libFuzzer
 #   build (cmake --preset fuzz; docs/RELIABILITY.md, "Fuzzing")
