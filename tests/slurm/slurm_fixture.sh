@@ -28,10 +28,11 @@
 # the packages of scripts/deps.sh, so there the tests run.
 #
 # stop cancels the cluster's jobs, kills what is left of their tasks (the
-# processes whose environment names this cluster's SLURM_CONF), stops the
-# three daemons by the pids start recorded (TERM, then KILL after 10 s),
-# and removes the directory. It is safe to run twice, or after a failed
-# start.
+# processes whose environment names this cluster's SLURM_CONF) and removes
+# the native shm segments (/dev/shm/lci-shm-<pid>-*) of those it saw die,
+# stops the three daemons by the pids start recorded (TERM, then KILL after
+# 10 s), and removes the directory. It fails if any of them is still
+# running. It is safe to run twice, or after a failed start.
 set -u
 # this script's own children must not look like the cluster's processes
 unset SLURM_CONF
@@ -98,6 +99,11 @@ do_stop() {
   esac
   if [ -d "$dir" ] && [ -f "$dir/slurm.conf" ]; then
     local conf=$dir/slurm.conf
+    # tasks still running now may die without unlinking their native shm
+    # segments (lcrun removes those of the ranks it kills; under Slurm
+    # nobody does): remembered here, removed once they are gone
+    local tasks
+    tasks=$(cluster_processes "$conf")
     if [ -f "$dir/pid.slurmctld" ] &&
        pid_alive "$(cat "$dir/pid.slurmctld")"; then
       # the jobs first, while slurmctld and slurmd can still end them
@@ -129,6 +135,15 @@ do_stop() {
       pid_alive "$pid" && alive="$alive $d($pid)"
     done
     left=$(cluster_processes "$conf")
+    local f
+    for pid in $tasks; do
+      pid_alive "$pid" && continue
+      for f in /dev/shm/lci-shm-"$pid"-*; do
+        [ -e "$f" ] || continue
+        log "removing $f of killed task $pid"
+        rm -f "$f"
+      done
+    done
     if [ -n "$alive" ] || [ -n "$left" ]; then
       log "FAILED: still running after SIGKILL:$alive $(echo $left)"
       return 1
