@@ -16,7 +16,10 @@ packages=(cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin iproute2
           mpich libmpich-dev openmpi-bin libopenmpi-dev libpmix-dev
           # apps/kmer: zlib for gzipped reads; velvet's test reads (about
           # 4 Mbp) are the input of its tests
-          zlib1g-dev velvet-tests)
+          zlib1g-dev velvet-tests
+          # Slurm tests (tests/slurm): a private one-node cluster; Debian's
+          # slurmd has the pmi2 and pmix (libpmix2) MPI plugins
+          slurmd slurmctld slurm-client munge)
 # --bench: also matplotlib for the comparison plots (docs/BENCHMARKING.md)
 #   and kmer --plot, and seqprep's reads (about 20 Mbp, 16 MB) for the
 #   k-mer counting benchmark (apps/kmer/bench.sh)
