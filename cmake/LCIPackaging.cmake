@@ -38,3 +38,23 @@ install(FILES
   ${PROJECT_BINARY_DIR}/LCIConfig.cmake
   ${PROJECT_BINARY_DIR}/LCIConfigVersion.cmake
   DESTINATION ${LCI_INSTALL_CMAKEDIR})
+
+# lci.pc for pkg-config users (`pkg-config --cflags --libs lci`; add
+# --static for a static liblci). Relocatable: the prefix is derived from
+# the file's own directory.
+file(RELATIVE_PATH LCI_PC_TO_PREFIX
+     /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
+set(LCI_PC_REQUIRES_PRIVATE libfabric)
+if(LCI_HAVE_PMIX)
+  string(APPEND LCI_PC_REQUIRES_PRIVATE " pmix")
+endif()
+set(LCI_PC_LIBS_PRIVATE "")
+if(LCI_WITH_MPI)
+  foreach(_lci_mpi_lib ${MPI_CXX_LIBRARIES})
+    string(APPEND LCI_PC_LIBS_PRIVATE " ${_lci_mpi_lib}")
+  endforeach()
+endif()
+configure_file(${CMAKE_CURRENT_LIST_DIR}/lci.pc.in
+               ${PROJECT_BINARY_DIR}/lci.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/lci.pc
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

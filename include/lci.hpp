@@ -12,15 +12,22 @@
 // Thread safety: every operation may be called from any thread unless its
 // comment says otherwise. Allocation and free of runtimes and devices are
 // collective over the ranks and must not race with other use of the same
-// resource. The header parses as C++11.
+// resource. The header parses as C++11. Like upstream LCI 2's, it includes
+// <vector>, <memory>, <functional> and <cstring>, which programs written
+// for it use without including them.
 #ifndef LCI_HPP
 #define LCI_HPP
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #define LCI_VERSION_MAJOR 2
 #define LCI_VERSION_MINOR 0
@@ -132,6 +139,20 @@ struct status_t {
         user_context(nullptr)
   {
   }
+  // A done status carrying only a user_context: what a program signals to
+  // a completion object itself (comp_signal, a custom comp_impl_t).
+  explicit status_t(void* user_context_)
+      : error(errorcode_t::done),
+        rank(-1),
+        buffer(nullptr),
+        size(0),
+        tag(0),
+        user_context(user_context_)
+  {
+  }
+  void set_done() { error = errorcode_t::done; }
+  void set_posted() { error = errorcode_t::posted; }
+  void set_retry() { error = errorcode_t::retry; }
   error_t get_error() const { return error; }
   int get_rank() const { return rank; }
   void* get_buffer() const { return buffer; }
@@ -203,6 +224,13 @@ enum class allreduce_algorithm_t {
 };
 enum class reduce_scatter_algorithm_t { none, direct, tree, ring };
 enum class allgather_algorithm_t { none, direct, ring };
+// An algorithm's name ("none", "direct", "tree", "ring"; "unknown" for a
+// value outside the enum), as upstream LCI 2 names them.
+const char* get_broadcast_algorithm_str(broadcast_algorithm_t algorithm);
+const char* get_allreduce_algorithm_str(allreduce_algorithm_t algorithm);
+const char* get_reduce_scatter_algorithm_str(
+    reduce_scatter_algorithm_t algorithm);
+const char* get_allgather_algorithm_str(allgather_algorithm_t algorithm);
 
 // Completion graphs: a node runs `status_t fn(void* value)`; its value is
 // freed with `free_cb(value)`; an edge may run `fn(status, src, dst)`.
@@ -253,18 +281,31 @@ class mr_t
   mr_impl_t* p_impl;
   mr_t() : p_impl(nullptr) {}
   explicit mr_t(mr_impl_t* p) : p_impl(p) {}
-  bool is_empty() const { return p_impl == nullptr; }
+  // no registration: the empty handle or a memory kind (MR_DEVICE,
+  // MR_UNKNOWN below)
+  bool is_empty() const { return reinterpret_cast<uintptr_t>(p_impl) < 3; }
   mr_impl_t* get_impl() const { return p_impl; }
   bool operator==(const mr_t& o) const { return p_impl == o.p_impl; }
   bool operator!=(const mr_t& o) const { return p_impl != o.p_impl; }
 };
 
+// Memory kinds that a post's .mr() may name instead of a registration (the
+// names of upstream LCI 2): MR_HOST, the empty handle (host memory,
+// registered on the fly where the transfer needs it); MR_UNKNOWN (the
+// library finds out: in this build, which has no accelerator support,
+// always host memory); MR_DEVICE (accelerator memory: refused with a
+// fatal_error naming the call, since this build cannot reach it).
+const mr_t MR_HOST = mr_t();
+const mr_t MR_DEVICE = mr_t(reinterpret_cast<mr_impl_t*>(0x1));
+const mr_t MR_UNKNOWN = mr_t(reinterpret_cast<mr_impl_t*>(0x2));
+
 // What a peer needs to put into or get from a registered region (get_rmr):
 // a plain struct to copy into a message. A put or get addresses the byte
 // `remote_disp` of the region. `size` bounds the accesses; `runtime` and
 // `rank` say whose region it is, so that an rmr used with the wrong runtime
-// or the wrong target rank is an error at the posting call. An rmr with
-// size 0 is empty (RMR_NULL: no remote buffer).
+// or the wrong target rank is an error at the posting call. An rmr without
+// an owner is empty (RMR_NULL: no remote buffer); the rmr of a zero-size
+// registration is not (a put or get of 0 bytes may name it).
 struct rmr_t {
   uint64_t base;         // the backend's address of the region's first byte
   uint64_t opaque_rkey;  // the backend's remote key
@@ -272,7 +313,7 @@ struct rmr_t {
   uint32_t runtime;      // the owner's runtime (a value shared by its ranks)
   int32_t rank;          // the owner's rank
   rmr_t() : base(0), opaque_rkey(0), size(0), runtime(0), rank(-1) {}
-  bool is_empty() const { return size == 0; }
+  bool is_empty() const { return size == 0 && rank < 0; }
 };
 const rmr_t RMR_NULL = rmr_t();
 
@@ -318,10 +359,48 @@ namespace lci
 {
 namespace detail
 {
+// A functor's result as its node's status: a status_t or an errorcode_t
+// (error_t) as it is (done, posted or retry); any other result, void
+// included, is done.
+template <typename R>
+struct node_result {
+  template <typename T>
+  static status_t run(T& op)
+  {
+    op();
+    return status_t(errorcode_t::done);
+  }
+};
+template <>
+struct node_result<status_t> {
+  template <typename T>
+  static status_t run(T& op)
+  {
+    return op();
+  }
+};
+template <>
+struct node_result<errorcode_t> {
+  template <typename T>
+  static status_t run(T& op)
+  {
+    return status_t(op());
+  }
+};
+template <>
+struct node_result<error_t> {
+  template <typename T>
+  static status_t run(T& op)
+  {
+    return status_t(op().errorcode);
+  }
+};
+
 template <typename T>
 status_t graph_op_run(void* op)
 {
-  return static_cast<T*>(op)->call();
+  T& f = *static_cast<T*>(op);
+  return node_result<typename std::decay<decltype(f())>::type>::run(f);
 }
 
 template <typename T>
@@ -329,14 +408,32 @@ void graph_op_free(void* op)
 {
   delete static_cast<T*>(op);
 }
+
+// An OFF object of a posting operation (it has local_comp_) completes into
+// the graph whatever completion object it was built with; another functor
+// signals the graph itself.
+template <typename T>
+auto point_at_graph(T* op, comp_t graph, int)
+    -> decltype(op->local_comp_ = graph, void())
+{
+  op->local_comp_ = graph;
+}
+template <typename T>
+void point_at_graph(T*, comp_t, long)
+{
+}
 }  // namespace detail
 
-// A posting operation as a graph node: copies the OFF object `op` (e.g.
-// post_send_x(rank, buf, size, tag, COMP_NULL).device(d)), points its
-// completion object at `graph` and its user_context at the new node, and runs
-// op.call() as the node's function (done: the node completes now; posted:
-// when the communication completes; retry: the node runs again later). The
-// copy is deleted with the graph.
+// A functor as a graph node: `op` has operator()() and user_context(void*)
+// (as upstream LCI 2 requires). It is copied; the copy's user_context is
+// set to the new node, and operator()() runs as the node's function: a
+// result of done completes the node now, posted when the graph is
+// signalled with a status whose user_context is the node (comp_signal(graph,
+// status_t(user_context)), or a posting operation's completion), retry runs
+// it again later; a result that is no status or error code counts as done.
+// An OFF object of a posting operation (post_send_x(rank, buf, size, tag,
+// COMP_NULL).device(d), say) is such a functor; its completion object is
+// pointed at `graph`. The copy is deleted with the graph.
 template <typename T>
 graph_node_t graph_add_node_op(comp_t graph, const T& op)
 {
@@ -350,8 +447,8 @@ graph_node_t graph_add_node_op(comp_t graph, const T& op)
     delete copy;
     throw;
   }
-  copy->local_comp_ = graph;
-  copy->user_context_ = node;
+  detail::point_at_graph(copy, graph, 0);
+  copy->user_context(node);
   return node;
 }
 }  // namespace lci

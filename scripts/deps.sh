@@ -13,16 +13,24 @@ packages=(cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin iproute2
           # launcher tests (tests/launchers): MPICH's mpiexec.hydra (PMI-1,
           # PMI-2) and mpicxx.mpich (MPI-bootstrapped build), Open MPI's
           # mpirun (PMIx), libpmix for the PMIx bootstrap backend
-          mpich libmpich-dev openmpi-bin libopenmpi-dev libpmix-dev)
+          mpich libmpich-dev openmpi-bin libopenmpi-dev libpmix-dev
+          # apps/kmer: zlib for gzipped reads; velvet's test reads (about
+          # 4 Mbp) are the input of its tests
+          zlib1g-dev velvet-tests
+          # Slurm tests (tests/slurm): a private one-node cluster; Debian's
+          # slurmd has the pmi2 and pmix (libpmix2) MPI plugins
+          slurmd slurmctld slurm-client munge)
 # the hosts of tests/multihost (network namespaces): ip(8) and bridge(8)
 # from iproute2 (above), unshare, nsenter and setsid from util-linux
 packages+=(util-linux)
 # --bench: also matplotlib for the comparison plots (docs/BENCHMARKING.md)
+#   and kmer --plot, and seqprep's reads (about 20 Mbp, 16 MB) for the
+#   k-mer counting benchmark (apps/kmer/bench.sh)
 # --fuzz: also clang and its libFuzzer runtime for the opt-in libFuzzer
 #   build (cmake --preset fuzz; docs/RELIABILITY.md, "Fuzzing")
 for arg in "$@"; do
   case "$arg" in
-    --bench) packages+=(python3-matplotlib) ;;
+    --bench) packages+=(python3-matplotlib seqprep-data) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
     *) echo "deps.sh: unknown option $arg (--bench, --fuzz)" >&2; exit 2 ;;
   esac

@@ -2,11 +2,14 @@
 # Builds LCI and runs its test suite with the CMake presets (CMakePresets.json).
 #
 #   scripts/test.sh            the CI run (.ci/run calls exactly this):
-#                              1. debug: the whole suite;
+#                              1. debug: the whole suite (with the Slurm
+#                                 tests, label slurm: a private one-node
+#                                 cluster, started and stopped by the
+#                                 tests; skipped when not root);
 #                              2. asan (address + undefined): the unit,
 #                                 stress, multi-process and bootstrap tests
-#                                 (all but the launcher, bench and install
-#                                 checks);
+#                                 (all but the launcher, slurm, bench and
+#                                 install checks);
 #                              3. tsan (thread): the concurrent-structure
 #                                 (stress) tests and the threaded unit tests.
 #   scripts/test.sh PRESET [CTEST ARGS...]
@@ -73,16 +76,21 @@ if [ $# -eq 0 ]; then
   run_preset debug
   # Sanitizers (issue #8 item 5). No suppressions: the one file there is,
   # tests/launchers/lsan.supp (libpmix's own leaks), serves the launcher
-  # tests, which this stage does not run.
+  # tests, which this stage does not run. Nor does it run the Slurm tests:
+  # the same programs as the multi-process tests under another launcher
+  # (and srun --mpi=pmix would need that suppression file too).
   # The asan stage leaves to the debug stage what repeats the same code
   # paths at a higher price: mp_coll beyond 2 ranks (oversubscribed under
   # asan) and the tcp iRPC run (the shm one stays), and the 4-rank hybrid
   # runs (the 3-rank ones cover the same routing), and the 4-rank runs of
   # the small point-to-point programs (their 2-rank runs, and 3-rank ones
-  # where there are, stay). The multi-host tests (label multihost) run in
-  # the debug stage only: the same programs, across network namespaces.
-  run_preset asan -LE 'launcher|bench|install|multihost' \
-    -E 'mp_coll_shm_n[13458]|mp_coll_tcp|irpc_tcp|_hybrid_(shm|tcp)_n4|(mp_sendrecv|hello_world|put_signal|mp_soak)_(shm|tcp|native)_n4'
+  # where there are, stay), the 4-rank runs of the examples and of the C
+  # examples (the C test suite and their 2-rank runs stay). Not the Slurm,
+  # launcher and multi-host tests (the same programs under other launchers
+  # or across network namespaces) nor the quickstart (it builds an
+  # unsanitized program against the library).
+  run_preset asan -LE 'launcher|slurm|multihost|bench|install|docs' \
+    -E 'mp_coll_shm_n[13458]|mp_coll_tcp|irpc_tcp|_hybrid_(shm|tcp)_n4|(mp_sendrecv|hello_world|put_signal|mp_soak)_(shm|tcp|native)_n4|^c\.[a-z_]+_n4$|^example_.*_n4$'
   # (it builds only the library and the binaries of the tests it runs)
   BUILD_TARGETS="lci_unit_threads $(sed -nE \
       's/^lci_stress_test\(([a-z_]+)\).*/lci_stress_\1/p' \

@@ -1,7 +1,7 @@
 // Command-line options for the benchmark programs (ours and the MPI twin):
 // each option is declared once with its help text, --help prints them all
 // with their defaults and exits 0, and a bad option or value prints the
-// usage and exits 2. Header-only, standard library only.
+// usage and exits 2. Header-only: the standard library and getopt_long.
 //
 // Sizes accept K/M/G suffixes (powers of 1024), comma lists ("8,64,1K") and
 // geometric ranges "FROM:TO[:FACTOR]" (factor 2 by default), so
@@ -9,12 +9,19 @@
 #ifndef LCI_BENCHMARKS_COMMON_CLI_HPP
 #define LCI_BENCHMARKS_COMMON_CLI_HPP
 
+#include <getopt.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
+
+// the version --version prints (benchmarks/CMakeLists.txt sets it)
+#ifndef LCI_BENCH_VERSION
+#define LCI_BENCH_VERSION "unknown"
+#endif
 
 namespace bench
 {
@@ -146,26 +153,50 @@ class cli_t
     opts_.push_back({name, metavar, help, std::move(dflt), std::move(set)});
   }
 
+  // getopt_long over the declared options: "--name value" and
+  // "--name=value"; --help and --version; an unknown option, a missing or
+  // bad value, or a stray argument ends the program with status 2.
   void parse(int argc, char** argv)
   {
-    for (int i = 1; i < argc; ++i) {
-      std::string a = argv[i];
-      if (a == "--help" || a == "-h") {
+    enum { kHelp = 1, kVersion = 2, kFirst = 256 };
+    std::vector<option> longopts;
+    for (size_t i = 0; i < opts_.size(); ++i) {
+      const std::string& n = opts_[i].name;
+      longopts.push_back(
+          {n.c_str() + (n.compare(0, 2, "--") == 0 ? 2 : 0),
+           opts_[i].metavar.empty() ? no_argument : required_argument, nullptr,
+           kFirst + static_cast<int>(i)});
+    }
+    longopts.push_back({"help", no_argument, nullptr, kHelp});
+    longopts.push_back({"version", no_argument, nullptr, kVersion});
+    longopts.push_back({nullptr, 0, nullptr, 0});
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", longopts.data(), nullptr)) !=
+           -1) {
+      if (c == 'h' || c == kHelp) {
         print_help(stdout);
         std::exit(0);
       }
-      const opt_t* o = nullptr;
-      for (auto& x : opts_)
-        if (a == x.name) o = &x;
-      if (!o) fail("unknown option '" + a + "'");
-      if (o->metavar.empty()) {
-        o->set(nullptr);
-        continue;
+      if (c == kVersion) {
+        std::printf("%s (LCI benchmarks) %s\n", prog_.c_str(),
+                    LCI_BENCH_VERSION);
+        std::exit(0);
       }
-      if (i + 1 >= argc) fail(a + " needs a value (" + o->metavar + ")");
-      const char* v = argv[++i];
-      if (!o->set(v)) fail("bad value '" + std::string(v) + "' for " + a);
+      const char* shown = argv[optind - 1];
+      if (c == ':') fail(std::string(shown) + " needs a value");
+      if (c < kFirst) fail("unknown option '" + std::string(shown) + "'");
+      const opt_t& o = opts_[static_cast<size_t>(c - kFirst)];
+      if (o.metavar.empty()) {
+        o.set(nullptr);
+      } else if (!o.set(optarg)) {
+        fail("bad value '" + std::string(optarg) + "' for " + o.name + " (" +
+             o.metavar + ")");
+      }
     }
+    if (optind < argc)
+      fail("unexpected argument '" + std::string(argv[optind]) + "'");
   }
 
   void print_help(FILE* f) const
@@ -181,6 +212,7 @@ class cli_t
       std::fprintf(f, "\n");
     }
     std::fprintf(f, "  %-28s %s\n", "--help", "print this help and exit");
+    std::fprintf(f, "  %-28s %s\n", "--version", "print the version and exit");
   }
 
  private:

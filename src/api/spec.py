@@ -149,13 +149,17 @@ RESOURCES = [
              "(docs/RELIABILITY.md). Checked with a coarse clock when "
              "progress is idle or every 64 calls; 0 disables the check "
              "(network errors still report failures)"),
-        attr("size_t", "peer_timeout", 10000,
+        attr("size_t", "peer_timeout", 0,
              "milliseconds after which a peer rank on another host from "
              "which nothing arrived (no message, no heartbeat) is declared "
              "failed (docs/RELIABILITY.md): progress sends each such peer "
              "a heartbeat every peer_timeout / 5 ms, so a live peer is "
-             "missed only when it makes no progress call for that long; "
-             "0 disables it (network errors still report failures)"),
+             "missed only when it makes no progress call for that long. "
+             "0 (the default) disables it: a rank computing without "
+             "progress is never taken for dead, and a host that fails is "
+             "left to the launcher (which ends the job when a rank dies) "
+             "and to network errors; set it (e.g. 10000) where a host or a "
+             "link may fail while the job runs on"),
         attr("size_t", "idle_spins", 64,
              "progress calls in a row on one thread that find nothing "
              "before that thread yields the core once (sched_yield): in "
@@ -203,6 +207,11 @@ RESOURCES = [
 RT = opt("runtime_t", "runtime", "runtime_t()")
 DEV = opt("device_t", "device", "device_t()")
 
+# upstream LCI 2's option of completion objects: deliver an eager active
+# message in its packet (returned with put_upacket) instead of a copy; true
+# is refused for now (docs/ARCHITECTURE.md, "Compatibility with upstream")
+ZERO_COPY_AM = opt("bool", "zero_copy_am", "false")
+
 # the optional arguments of every collective: `comp` makes it nonblocking
 # (signalled once with status done and `user_context` when complete);
 # `matching_engine` defaults to the runtime's collective engine
@@ -217,9 +226,13 @@ OPS = [
        doc="allocate a runtime (collective over the bootstrap's ranks)"),
     op("free_runtime", "void", [pos("runtime_t*", "runtime")],
        doc="free a runtime and its default resources"),
-    op("g_runtime_init", "void", attrs_of="runtime",
-       doc="allocate the global runtime"),
-    op("g_runtime_fina", "void", doc="free the global runtime"),
+    op("g_runtime_init", "runtime_t", attrs_of="runtime",
+       doc="allocate the global runtime and return it; when it exists "
+       "already, warn (stderr) and return it (this call's attributes are "
+       "not applied)"),
+    op("g_runtime_fina", "void",
+       doc="free the global runtime: each g_runtime_init needs one, the "
+       "last one frees it"),
     op("get_g_runtime", "runtime_t", doc="the global runtime (may be empty)"),
     op("get_rank_me", "int", [RT], doc="rank of this process"),
     op("get_rank_n", "int", [RT], doc="number of ranks"),
@@ -273,7 +286,7 @@ OPS = [
        "the other type waits under `key`, remove and return the oldest; for "
        "engines the library does not also use for messages"),
     # completion objects
-    op("alloc_sync", "comp_t", [RT], attrs_of="sync"),
+    op("alloc_sync", "comp_t", [RT, ZERO_COPY_AM], attrs_of="sync"),
     op("sync_test", "bool", [pos("comp_t", "comp"), pos("status_t*", "p_out")],
        doc="true once `threshold` signals arrived; copies them to p_out "
        "(may be null) and resets the synchronizer"),
@@ -281,10 +294,12 @@ OPS = [
                              opt("bool", "do_progress", "true"), DEV, RT],
        doc="wait until sync_test succeeds, driving progress on `device` "
        "(default device when unset) unless do_progress is false"),
-    op("alloc_cq", "comp_t", [RT], attrs_of="cq"),
+    op("alloc_cq", "comp_t", [RT, ZERO_COPY_AM], attrs_of="cq"),
     op("cq_pop", "status_t", [pos("comp_t", "comp")],
-       doc="done with the oldest status, or retry when empty"),
-    op("alloc_handler", "comp_t", [pos("comp_handler_t", "handler"), RT]),
+       doc="the oldest status, done (or its error when the operation "
+       "failed: fatal_peer_failure), or retry when empty"),
+    op("alloc_handler", "comp_t", [pos("comp_handler_t", "handler"), RT,
+                                   ZERO_COPY_AM]),
     op("alloc_counter", "comp_t", [RT]),
     op("counter_get", "int64_t", [pos("comp_t", "comp")]),
     op("counter_set", "void", [pos("comp_t", "comp"), pos("int64_t", "value")]),
@@ -319,9 +334,11 @@ OPS = [
     op("deregister_rcomp", "void", [pos("rcomp_t", "rcomp"), RT]),
     # memory registration
     op("register_memory", "mr_t", [pos("void*", "address"),
-                                   pos("size_t", "size"), RT],
+                                   pos("size_t", "size"), RT, DEV],
        doc="register [address, address + size) with the runtime's network "
-       "context (valid on every device of the runtime)"),
+       "context (valid on every device of the runtime; `device`, upstream "
+       "LCI's per-device registration, is checked to be a live device of "
+       "the runtime)"),
     op("deregister_memory", "void", [pos("mr_t*", "mr"), RT],
        doc="deregister; peers must no longer access the region"),
     op("get_rmr", "rmr_t", [pos("mr_t", "mr")],
@@ -419,19 +436,21 @@ OPS = [
        + COLL + [opt("reduce_scatter_algorithm_t", "algorithm",
                      "reduce_scatter_algorithm_t::none")],
        doc="sendbuf holds rank_n blocks of `recvcount` items; rank i's "
-       "recvbuf = op over every rank's block i"),
+       "recvbuf = op over every rank's block i (recvbuf may be this rank's "
+       "block of sendbuf, or overlap it otherwise)"),
     op("allgather", "void", [
         pos("const void*", "sendbuf"), pos("void*", "recvbuf"),
         pos("size_t", "size")]
        + COLL + [opt("allgather_algorithm_t", "algorithm",
                      "allgather_algorithm_t::none")],
        doc="recvbuf (rank_n x size bytes) = every rank's `size` bytes, in "
-       "rank order"),
+       "rank order (sendbuf may be this rank's block of recvbuf, or "
+       "overlap it otherwise)"),
     op("alltoall", "void", [
         pos("const void*", "sendbuf"), pos("void*", "recvbuf"),
         pos("size_t", "size")] + COLL,
        doc="block j (size bytes) of rank i's sendbuf lands in block i of "
-       "rank j's recvbuf"),
+       "rank j's recvbuf (recvbuf may equal sendbuf)"),
     op("progress", "error_t", [RT, DEV],
        doc="make progress on a device: done if it did work, retry if not"),
     op("test_drained", "error_t", [RT, DEV],

@@ -205,6 +205,23 @@ void release_at_exit()
 
 }  // namespace
 
+std::string describe_detection()
+{
+  std::string choice;
+  try {
+    choice = detect();
+  } catch (const std::exception& e) {
+    return std::string("none: ") + e.what();
+  }
+  if (choice == "mpi") return "mpi: the program initialized MPI";
+  if (choice == "pmix") return "pmix: PMIX_RANK and PMIX_NAMESPACE are set";
+  if (choice == "pmi")
+    return "pmi2 or pmi1: PMI_FD is set (PMI-2 if the process manager "
+           "accepts it, else PMI-1)";
+  if (choice == "pmi1") return "pmi1: PMI_PORT is set (PMI-1 port mode)";
+  return "local: no launcher variables (rank 0 of 1)";
+}
+
 std::string launcher_environment()
 {
   std::string out;

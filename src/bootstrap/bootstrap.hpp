@@ -59,6 +59,11 @@ extern const char* const kBackendNames[6];  // auto local pmi1 pmi2 pmix mpi
 // and how to force a backend.
 std::shared_ptr<backend_t> get_backend(const std::string& requested = "auto");
 
+// What get_backend("auto") would choose in this process and why, without
+// creating it: "pmix: PMIX_RANK and PMIX_NAMESPACE are set", or the error
+// it would throw. For diagnostics (lci_info).
+std::string describe_detection();
+
 // The launcher variables of this process, "NAME=value ..." (for error
 // messages); "none" when there are none.
 std::string launcher_environment();

@@ -4,7 +4,8 @@
 // PMI-1 format; every later message is length-prefixed "cmd=...;k=v;...;":
 //   cmd=init pmi_version=2 pmi_subversion=0 -> cmd=response_to_init rc=0
 //                                              pmi_version=2 (PMI-1 format)
-//   cmd=fullinit;pmirank=R;     -> cmd=fullinit-response;rank=;size=;rc=0;
+//   cmd=fullinit;pmijobid=J;pmirank=R;threaded=FALSE;
+//                               -> cmd=fullinit-response;rank=;size=;rc=0;
 //   cmd=kvs-put;key=K;value=V;  -> cmd=kvs-put-response;rc=0;
 //   cmd=kvs-fence;              -> cmd=kvs-fence-response;rc=0;
 //   cmd=kvs-get;srcid=S;key=K;  -> cmd=kvs-get-response;found=TRUE;value=V;
@@ -15,7 +16,9 @@
 // is missing waits until every rank has reached the getter's epoch. So the
 // barrier is a fence followed by a get of a key no rank ever puts: it returns
 // after every rank has fenced under both servers (found=FALSE is expected).
-// R is PMI_RANK (PMI_FD mode) or PMI_ID (hydra -pmi-port mode).
+// R is PMI_RANK (PMI_FD mode) or PMI_ID (hydra -pmi-port mode), J is
+// PMI_JOBID (empty when the launcher sets none). A reply with rc != 0 is
+// reported with the server's errmsg (pmi_conn_t::call_v2).
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -89,8 +92,16 @@ pmi2_backend_t::pmi2_backend_t(std::unique_ptr<pmi_conn_t> conn, bool init_done)
     }
   }
 
-  std::string request =
-      "cmd=fullinit;pmirank=" + std::to_string(env_rank) + ";";
+  // Slurm refuses a fullinit without all three fields (rc=3); hydra needs
+  // only pmirank and ignores the others. pmijobid is the launcher's
+  // PMI_JOBID (Slurm sets it; its value is not checked), threaded=FALSE as
+  // this client has one request outstanding at a time.
+  const char* jobid_env = std::getenv("PMI_JOBID");
+  std::string jobid = jobid_env != nullptr ? jobid_env : "";
+  if (jobid.find(';') != std::string::npos) jobid.clear();  // not sendable
+  std::string request = "cmd=fullinit;pmijobid=" + jobid +
+                        ";pmirank=" + std::to_string(env_rank) +
+                        ";threaded=FALSE;";
   pmi_wire::message_t reply = conn_->call_v2(request, "fullinit-response");
   rank_ = static_cast<int>(reply_int(reply, "rank", request));
   size_ = static_cast<int>(reply_int(reply, "size", request));

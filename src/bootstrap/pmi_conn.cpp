@@ -272,7 +272,7 @@ std::string pmi_conn_t::read_v2(const std::string& request)
     std::string shown = inbuf_.substr(0, 60);
     fail("reply to " + brief_request(request) +
          " is not a PMI-2 message (starts with '" + shown +
-         "'); does the launcher speak PMI-2?");
+         "', not a 6-character length); does the launcher speak PMI-2?");
   }
   while (inbuf_.size() < pmi_wire::kV2LengthWidth + length) fill(request);
   std::string body = inbuf_.substr(pmi_wire::kV2LengthWidth, length);
@@ -293,9 +293,14 @@ pmi_wire::message_t pmi_conn_t::call_v2(const std::string& request,
   std::string rc = pmi_wire::get(reply, "rc", "0");
   long long rc_value = 0;
   if (!pmi_wire::parse_int(rc, &rc_value) || rc_value != 0) {
+    // The server's own words first; Slurm sends none for a refused
+    // fullinit (slurmstepd logs why), so the code's name has to do.
     std::string msg = pmi_wire::get(reply, "errmsg");
-    fail(brief_request(request) + " failed: rc=" + rc +
-         (msg.empty() ? "" : " errmsg=" + msg));
+    std::string name = pmi_wire::v2_error_name(rc_value);
+    fail("the process manager refused " + brief_request(request) +
+         ": rc=" + rc + (name.empty() ? "" : " (" + name + ")") +
+         (msg.empty() ? " without an errmsg (its log may say why)"
+                      : ", errmsg='" + msg + "'"));
   }
   return reply;
 }

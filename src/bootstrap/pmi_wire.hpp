@@ -8,9 +8,12 @@
 // spaces and extra keys are fine, and a word without '=' continues the
 // previous value (values may contain spaces).
 //
-// A PMI-2 message is a 6-character decimal length (right-aligned, padded
-// with spaces) followed by that many bytes of "cmd=NAME;key=value;...;",
-// e.g. "    26cmd=kvs-put-response;rc=0;". Values cannot contain ';'.
+// A PMI-2 message is a 6-character decimal length followed by that many
+// bytes of "cmd=NAME;key=value;...;". The servers pad the length with spaces
+// on either side: hydra right-aligns it ("    26cmd=kvs-put-response;rc=0;")
+// and Slurm's pmi2 plugin left-aligns it ("26    cmd=..."); both read a
+// request's length with atoi, so what we send (right-aligned) suits both.
+// Values cannot contain ';'.
 #ifndef LCI_BOOTSTRAP_PMI_WIRE_HPP
 #define LCI_BOOTSTRAP_PMI_WIRE_HPP
 
@@ -83,23 +86,63 @@ inline std::string frame_v2(const std::string& body)
   return length + body;
 }
 
-// Parses a PMI-2 length prefix (spaces and digits, at least one digit).
+// Parses a PMI-2 length prefix: optional spaces, at least one digit, then
+// optional spaces (right- or left-aligned, see above).
 inline bool parse_v2_length(const std::string& prefix, std::size_t* length)
 {
   if (prefix.size() != kV2LengthWidth) return false;
+  std::size_t i = 0;
+  while (i < prefix.size() && prefix[i] == ' ') ++i;
   std::size_t value = 0;
-  bool digits = false;
-  for (char c : prefix) {
-    if (c == ' ') {
-      if (digits) return false;  // a space after the digits
-      continue;
-    }
-    if (c < '0' || c > '9') return false;
-    value = value * 10 + static_cast<std::size_t>(c - '0');
-    digits = true;
+  std::size_t digits = 0;
+  for (; i < prefix.size() && prefix[i] >= '0' && prefix[i] <= '9'; ++i) {
+    value = value * 10 + static_cast<std::size_t>(prefix[i] - '0');
+    ++digits;
   }
+  while (i < prefix.size() && prefix[i] == ' ') ++i;
+  if (digits == 0 || i != prefix.size()) return false;
   *length = value;
-  return digits;
+  return true;
+}
+
+// The name of a PMI-2 error code (the rc of a reply), as the PMI-2 API
+// (pmi2.h of MPICH and Slurm) numbers them, or "" for an unknown code.
+inline const char* v2_error_name(long long rc)
+{
+  switch (rc) {
+    case -1:
+      return "PMI2_FAIL";
+    case 1:
+      return "PMI2_ERR_INIT";
+    case 2:
+      return "PMI2_ERR_NOMEM";
+    case 3:
+      return "PMI2_ERR_INVALID_ARG";
+    case 4:
+      return "PMI2_ERR_INVALID_KEY";
+    case 5:
+      return "PMI2_ERR_INVALID_KEY_LENGTH";
+    case 6:
+      return "PMI2_ERR_INVALID_VAL";
+    case 7:
+      return "PMI2_ERR_INVALID_VAL_LENGTH";
+    case 8:
+      return "PMI2_ERR_INVALID_LENGTH";
+    case 9:
+      return "PMI2_ERR_INVALID_NUM_ARGS";
+    case 10:
+      return "PMI2_ERR_INVALID_ARGS";
+    case 11:
+      return "PMI2_ERR_INVALID_NUM_PARSED";
+    case 12:
+      return "PMI2_ERR_INVALID_KEYVALP";
+    case 13:
+      return "PMI2_ERR_INVALID_SIZE";
+    case 14:
+      return "PMI2_ERR_OTHER";
+    default:
+      return "";
+  }
 }
 
 // Splits a PMI-2 body (without its length prefix) into its fields: "k=v"

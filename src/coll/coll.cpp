@@ -96,14 +96,18 @@ struct copy_node_t {
   }
 };
 
-// dst = srcs[0] op srcs[1] op ... (in this order); dst may be srcs[0] or
-// srcs[1], not a later one
+// dst = srcs[0] op srcs[1] op ... (in this order). The operator may write
+// dst while it reads its left or right operand at the same index, so dst
+// may be srcs[0] or srcs[1]; when it overlaps any other source (an
+// in-place caller's block, say), `tmp` (allocated by coll_t::reduce) holds
+// the result until every source has been read.
 struct reduce_node_t {
   reduce_op_t op;
   void* dst;
   size_t count;
   size_t bytes;
   std::vector<const void*> srcs;
+  void* tmp;
   static status_t run(void* v)
   {
     auto* r = static_cast<reduce_node_t*>(v);
@@ -112,12 +116,21 @@ struct reduce_node_t {
       if (r->srcs[0] != r->dst) std::memmove(r->dst, r->srcs[0], r->bytes);
       return status_t(errorcode_t::done);
     }
-    r->op(r->srcs[0], r->srcs[1], r->dst, r->count);
+    void* out = r->tmp ? r->tmp : r->dst;
+    r->op(r->srcs[0], r->srcs[1], out, r->count);
     for (size_t i = 2; i < r->srcs.size(); ++i)
-      r->op(r->dst, r->srcs[i], r->dst, r->count);
+      r->op(out, r->srcs[i], out, r->count);
+    if (r->tmp) std::memcpy(r->dst, r->tmp, r->bytes);
     return status_t(errorcode_t::done);
   }
 };
+
+// [a, a + an) and [b, b + bn) share a byte
+bool overlaps(const void* a, size_t an, const void* b, size_t bn)
+{
+  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return an && bn && x < y + bn && y < x + an;
+}
 
 template <typename T>
 void delete_value(void* v)
@@ -440,9 +453,26 @@ class coll_t
   graph_node_t reduce(reduce_op_t op, void* dst, size_t count, size_t bytes,
                       std::vector<const void*> srcs)
   {
+    // the operator may alias dst with an operand only at the same address
+    // (see reduce_node_t); any other overlap reduces into scratch first
+    bool aliased = false;
+    for (size_t i = 0; i < srcs.size(); ++i)
+      if (overlaps(dst, bytes, srcs[i], bytes) && (i > 1 || srcs[i] != dst))
+        aliased = true;
+    void* tmp = aliased && srcs.size() > 1 ? scratch(bytes) : nullptr;
     return graph_add_node_x(graph(), &reduce_node_t::run)
-        .value(new reduce_node_t{op, dst, count, bytes, std::move(srcs)})
+        .value(new reduce_node_t{op, dst, count, bytes, std::move(srcs), tmp})
         .free_cb(&delete_value<reduce_node_t>)();
+  }
+  // A copy of `size` bytes of `buf`, for an input that the collective's
+  // own receives may overwrite. Returns the copy; *node is the copy's
+  // node: the caller makes every node that writes `buf`'s bytes, or reads
+  // the copy, follow it.
+  const void* snapshot(const void* buf, size_t size, graph_node_t* node)
+  {
+    char* copy = scratch(size);
+    *node = this->copy(buf, copy, size);
+    return copy;
   }
   // a node that completes when its predecessors have
   graph_node_t join() { return graph_add_node_x(graph(), nullptr)(); }
@@ -657,14 +687,6 @@ graph_node_t allreduce_direct(coll_t& c, const void* sendbuf, void* recvbuf,
   int me = c.rank, n = c.nranks;
   std::vector<const void*> srcs(n);
   std::vector<graph_node_t> waits;
-  graph_node_t snap = nullptr;
-  if (sendbuf == recvbuf && me > 1) {
-    // in place: the reduction would overwrite this rank's data before
-    // reading it
-    char* copy = c.scratch(bytes);
-    snap = c.copy(sendbuf, copy, bytes);
-    sendbuf = copy;
-  }
   for (int j = 0; j < n; ++j) {
     if (j == me) {
       srcs[j] = sendbuf;
@@ -676,11 +698,10 @@ graph_node_t allreduce_direct(coll_t& c, const void* sendbuf, void* recvbuf,
     waits.push_back(c.recv(j, tmp, bytes, 0));
   }
   // the result overwrites recvbuf only once every send of sendbuf (which
-  // may be recvbuf) completed
-  for (graph_node_t w : waits) c.edge(snap, w);
+  // may be recvbuf) completed; the reduction itself reads sendbuf before it
+  // overwrites it (coll_t::reduce)
   graph_node_t red = c.reduce(op, recvbuf, count, bytes, std::move(srcs));
   for (graph_node_t w : waits) c.edge(w, red);
-  c.edge(snap, red);
   return red;
 }
 
@@ -817,6 +838,35 @@ graph_node_t allreduce_ring(coll_t& c, const void* sendbuf, void* recvbuf,
 }  // namespace
 
 // ---- the operations ---------------------------------------------------------
+
+const char* get_broadcast_algorithm_str(broadcast_algorithm_t algorithm)
+{
+  static const char* const names[] = {"none", "direct", "tree", "ring"};
+  unsigned i = static_cast<unsigned>(algorithm);
+  return i < 4 ? names[i] : "unknown";
+}
+
+const char* get_allreduce_algorithm_str(allreduce_algorithm_t algorithm)
+{
+  static const char* const names[] = {"none", "direct", "tree", "ring"};
+  unsigned i = static_cast<unsigned>(algorithm);
+  return i < 4 ? names[i] : "unknown";
+}
+
+const char* get_reduce_scatter_algorithm_str(
+    reduce_scatter_algorithm_t algorithm)
+{
+  static const char* const names[] = {"none", "direct", "tree", "ring"};
+  unsigned i = static_cast<unsigned>(algorithm);
+  return i < 4 ? names[i] : "unknown";
+}
+
+const char* get_allgather_algorithm_str(allgather_algorithm_t algorithm)
+{
+  static const char* const names[] = {"none", "direct", "ring"};
+  unsigned i = static_cast<unsigned>(algorithm);
+  return i < 3 ? names[i] : "unknown";
+}
 
 void barrier_x::call_impl(runtime_t runtime, device_t device,
                           matching_engine_t matching_engine, comp_t comp,
@@ -1005,13 +1055,20 @@ void allgather_x::call_impl(const void* sendbuf, void* recvbuf, size_t size,
     algorithm = n > 2 && size * n >= (size_t(64) << 10)
                     ? allgather_algorithm_t::ring
                     : allgather_algorithm_t::direct;
+  // sendbuf may be this rank's block of recvbuf (nothing to copy, and no
+  // receive writes it); any other overlap with recvbuf is read into
+  // scratch before a receive may overwrite it
+  graph_node_t snap = nullptr;
+  if (sendbuf != out + me * size && overlaps(sendbuf, size, out, size * n))
+    sendbuf = c.snapshot(sendbuf, size, &snap);
   graph_node_t cp = c.copy(sendbuf, out + me * size, size);
+  c.edge(snap, cp);
   if (n > 1) {
     if (algorithm == allgather_algorithm_t::direct) {
       for (int j = 0; j < n; ++j) {
         if (j == me) continue;
-        c.send(j, sendbuf, size, 0);
-        c.recv(j, out + j * size, size, 0);
+        c.edge(snap, c.send(j, sendbuf, size, 0));
+        c.edge(snap, c.recv(j, out + j * size, size, 0));
       }
     } else if (algorithm == allgather_algorithm_t::ring) {
       auto layout = [size](int b) { return std::make_pair(b * size, size); };
@@ -1037,11 +1094,16 @@ void alltoall_x::call_impl(const void* sendbuf, void* recvbuf, size_t size,
   c.check_buffer(recvbuf, size * n, "recvbuf");
   const char* in = static_cast<const char*>(sendbuf);
   char* out = static_cast<char*>(recvbuf);
-  c.copy(in + me * size, out + me * size, size);
+  // in place (or any overlap): the receives would overwrite blocks not
+  // sent yet, so the input is read into scratch first
+  graph_node_t snap = nullptr;
+  if (overlaps(in, size * n, out, size * n))
+    in = static_cast<const char*>(c.snapshot(in, size * n, &snap));
+  c.edge(snap, c.copy(in + me * size, out + me * size, size));
   for (int j = 0; j < n; ++j) {
     if (j == me) continue;
-    c.send(j, in + j * size, size, 0);
-    c.recv(j, out + j * size, size, 0);
+    c.edge(snap, c.send(j, in + j * size, size, 0));
+    c.edge(snap, c.recv(j, out + j * size, size, 0));
   }
   c.run(recvbuf, size * n);
 }

@@ -110,9 +110,27 @@ sync_impl_t::sync_impl_t(const sync_attr_t& a) : attr(a), one_(a.threshold == 1)
   if (!one_) statuses_.reset(new status_t[attr.threshold]);
 }
 
-comp_t alloc_sync_x::call_impl(runtime_t runtime, const sync_attr_t& attr)
+// zero_copy_am (upstream LCI 2's option: an eager active message stays in
+// its packet, which the receiver gives back with put_upacket) is not
+// implemented: false is what every completion object does; true is refused
+// rather than handing the receiver a heap buffer that put_upacket rejects.
+namespace
+{
+void check_zero_copy_am(bool zero_copy_am, const char* call)
+{
+  if (zero_copy_am)
+    util::throw_fatal(call,
+                      ": zero_copy_am(true) is not supported (active "
+                      "messages are delivered in a buffer of the runtime's "
+                      "allocator)");
+}
+}  // namespace
+
+comp_t alloc_sync_x::call_impl(runtime_t runtime, bool zero_copy_am,
+                               const sync_attr_t& attr)
 {
   check_runtime(runtime, "alloc_sync");
+  check_zero_copy_am(zero_copy_am, "alloc_sync");
   return track(new sync_impl_t(attr));
 }
 
@@ -130,9 +148,11 @@ void sync_wait_x::call_impl(comp_t comp, status_t* p_out, bool do_progress,
   wait_sync(sync, dev, p_out);
 }
 
-comp_t alloc_cq_x::call_impl(runtime_t runtime, const cq_attr_t& attr)
+comp_t alloc_cq_x::call_impl(runtime_t runtime, bool zero_copy_am,
+                             const cq_attr_t& attr)
 {
   check_runtime(runtime, "alloc_cq");
+  check_zero_copy_am(zero_copy_am, "alloc_cq");
   return track(make_cq(attr));
 }
 
@@ -141,9 +161,11 @@ status_t cq_pop_x::call_impl(comp_t comp)
   return as_cq(comp, "cq_pop")->pop();
 }
 
-comp_t alloc_handler_x::call_impl(comp_handler_t handler, runtime_t runtime)
+comp_t alloc_handler_x::call_impl(comp_handler_t handler, runtime_t runtime,
+                                  bool zero_copy_am)
 {
   check_runtime(runtime, "alloc_handler");
+  check_zero_copy_am(zero_copy_am, "alloc_handler");
   if (!handler) util::throw_fatal("alloc_handler: null handler function");
   return track(new handler_impl_t(handler));
 }

@@ -35,7 +35,7 @@ status_t array_cq_t::overflow_pop()
   // an older status of the same producer could still be in it.
   status_t s;
   if (ring_.pop(&s)) {
-    s.error = errorcode_t::done;
+    mark_popped(&s);
     return s;
   }
   if (!ring_.drained()) return status_t(errorcode_t::retry);
@@ -44,7 +44,7 @@ status_t array_cq_t::overflow_pop()
   s = ovf_[ovf_head_];
   ovf_head_ = (ovf_head_ + 1) % ovf_.size();
   ovf_count_.store(n - 1, std::memory_order_release);
-  s.error = errorcode_t::done;
+  mark_popped(&s);
   return s;
 }
 

@@ -20,8 +20,10 @@
 //        touch them, kept in a small pool and reopened for the next append,
 //        so steady state allocates nothing.
 //
-// Both: signal never waits for a consumer; cq_pop returns done with the
-// oldest status, or retry when empty (also, briefly, when the oldest status
+// Both: signal never waits for a consumer; cq_pop returns the oldest
+// status, as done (or with its error, fatal_peer_failure say, when the
+// operation failed: a failure must never read as a completion), or retry
+// when empty (also, briefly, when the oldest status
 // is still being copied in by its producer); FIFO per producer; no
 // allocation per completion. Thread safety: any-thread, any number of
 // signallers and poppers.
@@ -39,11 +41,17 @@
 namespace lci
 {
 
+// A status as cq_pop returns it: done, unless the operation failed.
+inline void mark_popped(status_t* s)
+{
+  if (!s->error.is_fatal()) s->error = errorcode_t::done;
+}
+
 class cq_impl_t : public comp_impl_t
 {
  public:
   enum class kind_t { array, lcrq };
-  // done with the oldest status, or retry when empty
+  // the oldest status (done, or its error), or retry when empty
   inline status_t pop();
   kind_t kind() const { return kind_; }
 
@@ -82,7 +90,7 @@ class array_cq_t final : public cq_impl_t
   {
     status_t s;
     if (ring_.pop(&s)) {
-      s.error = errorcode_t::done;
+      mark_popped(&s);
       return s;
     }
     if (LCI_COMP_LIKELY(ovf_count_.load(std::memory_order_acquire) == 0))
@@ -144,7 +152,7 @@ class lcrq_cq_t final : public cq_impl_t
     for (;;) {
       ring_t* r = hz::protect(head_, hz::kPopSlot);
       if (LCI_COMP_LIKELY(r->pop(&s))) {
-        s.error = errorcode_t::done;
+        mark_popped(&s);
         return s;
       }
       ring_t* next = r->next.load(std::memory_order_acquire);
@@ -152,7 +160,7 @@ class lcrq_cq_t final : public cq_impl_t
       // r is closed: one last look, then move the head past it once no
       // push into it is still in flight
       if (r->pop(&s)) {
-        s.error = errorcode_t::done;
+        mark_popped(&s);
         return s;
       }
       if (!r->drained()) return status_t(errorcode_t::retry);

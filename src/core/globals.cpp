@@ -9,4 +9,10 @@ runtime_t& g_runtime()
   return rt;
 }
 
+int& g_runtime_refs()
+{
+  static int refs = 0;
+  return refs;
+}
+
 }  // namespace lci::globals

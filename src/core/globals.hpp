@@ -43,8 +43,10 @@ LCI_LIVE_SET(mrs)
 LCI_LIVE_SET(graph_nodes)
 #undef LCI_LIVE_SET
 
-// The global runtime handle (g_runtime_init / g_runtime_fina).
+// The global runtime handle (g_runtime_init / g_runtime_fina) and the
+// number of g_runtime_init calls not yet matched by a g_runtime_fina.
 runtime_t& g_runtime();
+int& g_runtime_refs();
 
 }  // namespace lci::globals
 

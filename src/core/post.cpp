@@ -442,8 +442,17 @@ status_t post_backlog(const post_args_t& a, path_t path, direction_t dir,
                                          result.user_context));
         return errorcode_t::done;
       }
-      status_t s = path == path_t::rendezvous ? post_rdv(a, comp)
-                                              : post_rma(a, dir, comp);
+      status_t s;
+      try {
+        s = path == path_t::rendezvous ? post_rdv(a, comp)
+                                       : post_rma(a, dir, comp);
+      } catch (const peer_failure_error&) {
+        // the target failed between the check above and the post: the
+        // post took nothing, and its completion must still say so
+        comp->signal(peer_failure_status(a.rank, result.buffer, result.tag,
+                                         result.user_context));
+        return errorcode_t::done;
+      }
       if (s.is_retry()) return s.error;
       if (s.is_done()) comp->signal(result);  // nothing to move
       return errorcode_t::done;

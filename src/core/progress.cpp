@@ -28,6 +28,7 @@
 #include "util/copy.hpp"
 #include "util/error.hpp"
 #include "util/idle.hpp"
+#include "util/log.hpp"
 
 namespace lci
 {
@@ -643,13 +644,10 @@ void drain_device(device_impl_t* dev)
       deadline = clock::now() + std::chrono::seconds(1);
     if (clock::now() > deadline) {
       if (rt->nfailed.load(std::memory_order_relaxed) > 0) return;
-      std::fprintf(stderr,
-                   "lci: free_device: %lld sends and %lld transfers in "
-                   "flight and %zu in the backlog after 30 s; freeing "
-                   "anyway\n",
-                   static_cast<long long>(dev->nsends_pending.load()),
-                   static_cast<long long>(dev->nops_pending.load()),
-                   dev->backlog.size());
+      LCI_LOG(warn, "free_device: ", dev->nsends_pending.load(), " sends and ",
+              dev->nops_pending.load(), " transfers in flight and ",
+              dev->backlog.size(),
+              " in the backlog after 30 s; freeing anyway");
       return;
     }
   }
@@ -671,8 +669,7 @@ void progress_during(device_impl_t* dev, const std::function<void()>& wait)
         // this thread has nobody to report to: say it and stop polling
         // (a failed peer is expected here; the barrier reports it)
         if (!dynamic_cast<const peer_failure_error*>(&e))
-          std::fprintf(stderr, "lci: free_device: progress failed: %s\n",
-                       e.what());
+          LCI_LOG(warn, "free_device: progress failed: ", e.what());
         return;
       }
       // nothing to do: a short sleep, not a spin (the barrier's peers may

@@ -109,6 +109,10 @@ class device_t
   virtual std::string get_address() = 0;
   // addrs[r] is rank r's endpoint address for the same device index.
   virtual void connect(const std::vector<std::string>& addrs) = 0;
+  // Every rank has returned from connect (the allocation's closing barrier
+  // is behind): no peer needs anything more to reach this endpoint.
+  // Default: nothing.
+  virtual void connected() {}
   // Send a small buffer; it is reusable on return and no completion is
   // generated. done, or retry_lock / retry_nomem.
   virtual error_t post_inject(int rank, const void* buf, size_t size) = 0;

@@ -84,6 +84,7 @@ device_impl_t::device_impl_t(runtime_impl_t* rt, packet_pool_impl_t* p,
   progress_device(this);  // pre-posts the receives
   // nobody sends to this device before every rank has posted its receives
   via_bootstrap("alloc_device", [&] { rt->bootstrap->barrier(); });
+  net->connected();
 }
 
 device_impl_t::~device_impl_t()

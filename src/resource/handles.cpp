@@ -67,6 +67,11 @@ matching_engine_impl_t* checked_given_engine(matching_engine_t me,
 
 mr_impl_t* checked_given_mr(mr_t mr, runtime_impl_t* rt, const char* call)
 {
+  if (mr == MR_UNKNOWN) return nullptr;
+  if (mr == MR_DEVICE)
+    util::throw_fatal(call,
+                      ": MR_DEVICE names accelerator memory, which this "
+                      "build of LCI cannot access (no accelerator support)");
   mr_impl_t* p = mr.p_impl;
   globals::mrs().check(p, call, "mr");
   if (rt && p->runtime != rt)

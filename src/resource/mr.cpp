@@ -111,12 +111,21 @@ void check_rmr(runtime_impl_t* rt, const char* call, int rank, const rmr_t& rmr,
   }
 }
 
-mr_t register_memory_x::call_impl(void* address, size_t size, runtime_t runtime)
+mr_t register_memory_x::call_impl(void* address, size_t size, runtime_t runtime,
+                                  device_t device)
 {
   const char* call = "register_memory";
-  runtime_impl_t* rt = resolve_runtime(runtime, call);
-  if (!address) util::throw_fatal(call, ": null address");
-  if (size == 0) util::throw_fatal(call, ": size 0 (nothing to register)");
+  // one network context per runtime: a registration serves every device,
+  // so a device (upstream LCI registers per device) only selects and
+  // checks the runtime
+  runtime_impl_t* rt = device.is_empty()
+                           ? resolve_runtime(runtime, call)
+                           : resolve_device(runtime, device, call).rt;
+  // Zero bytes are a valid registration (programs register buffers of
+  // every size from 0, as upstream LCI allows): a handle whose rmr admits
+  // puts and gets of 0 bytes. Its address may then be null (an empty
+  // std::vector's data()).
+  if (!address && size != 0) util::throw_fatal(call, ": null address");
   if (size > static_cast<size_t>(PTRDIFF_MAX) ||
       reinterpret_cast<uintptr_t>(address) > UINTPTR_MAX - size)
     util::throw_fatal(call, ": size ", size, " at ", address,

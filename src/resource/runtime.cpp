@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "resource/matching_engine.hpp"
 #include "resource/packet_pool.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 namespace lci
 {
@@ -87,6 +89,10 @@ runtime_impl_t::runtime_impl_t(const runtime_attr_t& a) : attr(a)
       std::min<size_t>(attr.bootstrap_timeout, 100000000)));
   rank_me = bootstrap->rank_me();
   rank_n = bootstrap->rank_n();
+  util::log_set_rank(rank_me);
+  LCI_LOG(info, "bootstrap ", bootstrap->name(), ": rank ", rank_me, " of ",
+          rank_n, " (requested ", a.bootstrap_backend,
+          "; the environment selects ", bootstrap::describe_detection(), ")");
   std::vector<process_desc_t> procs;
   std::vector<std::string> nodes;
   tag = agree_on_tag(*bootstrap, net::node_id(attr, rank_me), &procs, &nodes);
@@ -130,6 +136,12 @@ runtime_impl_t::runtime_impl_t(const runtime_attr_t& a) : attr(a)
   // the attribute reports the inject limit in force
   this->attr.max_inject_size =
       max_inject_wire ? max_inject_wire - sizeof(msg_header_t) : 0;
+  LCI_LOG(info, "network backend ", caps.backend,
+          caps.provider.empty() ? "" : " (provider ", caps.provider,
+          caps.provider.empty() ? "" : ")", "; inject up to ",
+          this->attr.max_inject_size, " B, eager up to ",
+          attr.packet_size - sizeof(msg_header_t), " B, larger by rendezvous (",
+          this->attr.rdv_protocol, "); largest RMA ", max_rma_size, " B");
 }
 
 runtime_impl_t::~runtime_impl_t() = default;
@@ -188,7 +200,10 @@ void free_runtime_x::call_impl(runtime_t* runtime)
   if (!runtime) util::throw_fatal(call, ": null runtime pointer");
   runtime_impl_t* rt = util::checked(runtime->p_impl, call);
   globals::runtimes().remove(rt, call, "runtime");
-  if (globals::g_runtime().p_impl == rt) globals::g_runtime() = runtime_t();
+  if (globals::g_runtime().p_impl == rt) {
+    globals::g_runtime() = runtime_t();
+    globals::g_runtime_refs() = 0;
+  }
   // the devices and matching engines the user did not free go with the
   // runtime (in index order, the same on every rank: freeing a device is
   // collective), so that no live handle points into a freed runtime: a
@@ -214,13 +229,24 @@ void free_runtime_x::call_impl(runtime_t* runtime)
   runtime->p_impl = nullptr;
 }
 
-void g_runtime_init_x::call_impl(const runtime_attr_t& attr)
+// A second g_runtime_init keeps the global runtime, as upstream LCI does
+// (a library and its application may both initialize it), with a warning,
+// since the attributes of that call are not applied. Each call then needs
+// its g_runtime_fina: the runtime is freed by the last one, so no layer
+// frees it under another that still uses it.
+runtime_t g_runtime_init_x::call_impl(const runtime_attr_t& attr)
 {
-  if (!globals::g_runtime().is_empty())
-    util::throw_fatal(
-        "g_runtime_init: the global runtime is already "
-        "initialized");
+  if (!globals::g_runtime().is_empty()) {
+    ++globals::g_runtime_refs();
+    std::fprintf(stderr,
+                 "lci: warning: g_runtime_init: the global runtime is already "
+                 "initialized; keeping it (this call's attributes are not "
+                 "applied; it needs its own g_runtime_fina)\n");
+    return globals::g_runtime();
+  }
   globals::g_runtime() = alloc_runtime_x::call_impl(attr);
+  globals::g_runtime_refs() = 1;
+  return globals::g_runtime();
 }
 
 void g_runtime_fina_x::call_impl()
@@ -229,6 +255,7 @@ void g_runtime_fina_x::call_impl()
     util::throw_fatal(
         "g_runtime_fina: the global runtime is not "
         "initialized (finalized twice?)");
+  if (--globals::g_runtime_refs() > 0) return;
   runtime_t rt = globals::g_runtime();
   free_runtime_x::call_impl(&rt);
 }

@@ -192,6 +192,8 @@ inline matching_engine_impl_t* checked_engine(matching_engine_t me,
 {
   return me.p_impl ? checked_given_engine(me, rt, call) : nullptr;
 }
+// MR_HOST and MR_UNKNOWN pass as nullptr (host memory); MR_DEVICE is
+// refused.
 inline mr_impl_t* checked_mr(mr_t mr, runtime_impl_t* rt, const char* call)
 {
   return mr.p_impl ? checked_given_mr(mr, rt, call) : nullptr;

@@ -1,8 +1,11 @@
 // pmi_protocol_test: runs the "pmi1" and "pmi2" backends, and the PMI
 // version negotiation of "auto", against a scripted fake process manager (a
 // forked child on a socketpair) to check their wire handling: hydra-style
-// replies (no rc on some, extra keys), chunked allgather, and the errors for
-// rc != 0, unexpected replies, a lost connection and a bad environment.
+// replies (no rc on some, extra keys), Slurm-style ones (PMI-2 lengths
+// left-aligned, a fullinit refused with rc=3 unless it has pmijobid,
+// pmirank and threaded), chunked allgather, and the errors for rc != 0
+// (with the server's errmsg), unexpected replies, a lost connection and a
+// bad environment. Also the PMI-2 length parser on both framings.
 // Exits 0 when every scenario behaves as expected.
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -42,7 +45,22 @@ struct fake_t {
   bool close_on_init = false;
   bool get_missing = false;
   bool garbage_v2 = false;  // answer fullinit with a PMI-1 line
+  // Slurm's pmi2 plugin: lengths left-aligned ("114   cmd=..."), and a
+  // fullinit without pmijobid, pmirank or threaded refused with rc=3 and no
+  // errmsg (as slurmstepd does)
+  bool slurm = false;
+  // nonzero: answer kvs-fence with this rc and errmsg (Slurm does when it
+  // cannot forward the KVS)
+  int fence_rc = 0;
+  std::string fence_errmsg;
 };
+
+// What Slurm writes: the length left-aligned in its 6 characters.
+std::string frame_left(const std::string& body)
+{
+  std::string length = std::to_string(body.size());
+  return length + std::string(6 - length.size(), ' ') + body;
+}
 
 void write_all(int fd, const std::string& data)
 {
@@ -80,7 +98,7 @@ std::string own_key(const std::string& key)
       buf.erase(0, 6 + len);
       std::string cmd = wire::get(msg, "cmd");
       auto reply = [&](const std::string& body) {
-        write_all(fd, wire::frame_v2(body));
+        write_all(fd, fake.slurm ? frame_left(body) : wire::frame_v2(body));
       };
       if (cmd == "fullinit") {
         if (fake.garbage_v2) {
@@ -90,14 +108,29 @@ std::string own_key(const std::string& key)
         std::string rank = fake.fullinit_rank >= 0
                                ? std::to_string(fake.fullinit_rank)
                                : wire::get(msg, "pmirank");
-        reply("cmd=fullinit-response;pmi-version=2;pmi-subversion=0;rank=" +
-              rank + ";size=" + std::to_string(fake.size) +
-              ";appnum=0;debugged=FALSE;pmiverbose=FALSE;rc=0;");
+        // Slurm requires the three fields and checks that threaded is
+        // TRUE or FALSE; the client must pass PMI_JOBID through
+        const char* jobid = std::getenv("PMI_JOBID");
+        bool complete =
+            msg.count("pmijobid") && msg.count("pmirank") &&
+            (wire::get(msg, "threaded") == "TRUE" ||
+             wire::get(msg, "threaded") == "FALSE") &&
+            wire::get(msg, "pmijobid") == (jobid != nullptr ? jobid : "");
+        std::string rc = fake.slurm && !complete ? "3" : "0";
+        reply("cmd=fullinit-response;rc=" + rc +
+              ";pmi-version=2;pmi-subversion=0;rank=" + rank +
+              ";size=" + std::to_string(fake.size) +
+              ";appnum=-1;debugged=FALSE;pmiverbose=FALSE;");
       } else if (cmd == "kvs-put") {
         kvs[wire::get(msg, "key")] = wire::get(msg, "value");
         reply("cmd=kvs-put-response;rc=0;");
       } else if (cmd == "kvs-fence") {
-        reply("cmd=kvs-fence-response;rc=0;");
+        if (fake.fence_rc != 0) {
+          reply("cmd=kvs-fence-response;rc=" + std::to_string(fake.fence_rc) +
+                ";errmsg=" + fake.fence_errmsg + ";");
+        } else {
+          reply("cmd=kvs-fence-response;rc=0;");
+        }
       } else if (cmd == "kvs-get") {
         std::string own = own_key(wire::get(msg, "key"));
         if (fake.get_missing || !kvs.count(own)) {
@@ -164,13 +197,16 @@ std::string run_scenario(const fake_t& fake, const std::string& name,
                          const char* rank, const char* size,
                          const std::function<void(backend_t&)>& body,
                          const char* pmi_fd = nullptr,
-                         std::string* used = nullptr)
+                         std::string* used = nullptr,
+                         const char* fake_jobid = nullptr)
 {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) std::abort();
   pid_t pid = fork();
   if (pid == 0) {
     close(sv[0]);
+    // the PMI_JOBID the fake expects in fullinit, when it is not ours
+    if (fake_jobid != nullptr) setenv("PMI_JOBID", fake_jobid, 1);
     run_fake(sv[1], fake);
   }
   close(sv[1]);
@@ -338,6 +374,81 @@ void pmi2_scenarios()
   expect("pmi2: connection lost during init",
          run_scenario(hang_up, "pmi2", "0", "3", [](backend_t&) {}),
          {"lost the connection", "cmd=init"});
+
+  fake_t fence_error;
+  fence_error.fence_rc = 14;
+  fence_error.fence_errmsg = "mpi/pmi2: failed to send temp kvs";
+  expect("pmi2: kvs-fence rc=14 with an errmsg",
+         run_scenario(fence_error, "pmi2", "0", "3",
+                      [](backend_t& b) { mirrored_allgather(b, 10); }),
+         {"refused 'cmd=kvs-fence;'", "rc=14 (PMI2_ERR_OTHER)",
+          "errmsg='mpi/pmi2: failed to send temp kvs'"});
+}
+
+// Slurm's pmi2 plugin (srun --mpi=pmi2), as Slurm 22.05 answers.
+void slurm_scenarios()
+{
+  fake_t slurm;
+  slurm.slurm = true;
+  setenv("PMI_JOBID", "4242.0", 1);
+  expect("slurm pmi2: left-aligned lengths, full fullinit, allgather",
+         run_scenario(slurm, "pmi2", "0", "3", rank0_of_3), {});
+  std::string used;
+  expect("slurm auto: left-aligned lengths",
+         run_scenario(slurm, "auto", "0", "3", rank0_of_3, nullptr, &used), {});
+  expect_equal("auto picks pmi2 under Slurm", used, "pmi2");
+  // without PMI_JOBID the field is sent empty (the fake then expects "")
+  unsetenv("PMI_JOBID");
+  expect("slurm pmi2: no PMI_JOBID, pmijobid sent empty",
+         run_scenario(slurm, "pmi2", "0", "3", rank0_of_3), {});
+
+  // A fullinit Slurm refuses: the error names the request and the code,
+  // never "not a PMI-2 message". The fake refuses when pmijobid is not
+  // PMI_JOBID, which the client reads before the fake does: so set it in
+  // the fake's child only.
+  fake_t refused = slurm;
+  expect("slurm pmi2: fullinit refused with rc=3 and no errmsg",
+         run_scenario(
+             refused, "pmi2", "0", "3", [](backend_t&) {}, nullptr, nullptr,
+             "9.0"),
+         {"refused 'cmd=fullinit;pmijobid=;pmirank=0;threaded=FALSE;'",
+          "rc=3 (PMI2_ERR_INVALID_ARG)", "without an errmsg"});
+}
+
+// The PMI-2 length prefix as each server writes it.
+void framing_scenarios()
+{
+  struct case_t {
+    const char* prefix;
+    bool ok;
+    std::size_t length;
+  };
+  const case_t cases[] = {
+      {"   114", true, 114},  // hydra: right-aligned
+      {"114   ", true, 114},  // Slurm: left-aligned
+      {" 114  ", true, 114},  // padded on both sides
+      {"999999", true, 999999}, {"0     ", true, 0},   {"     0", true, 0},
+      {"      ", false, 0},     {"1 14  ", false, 0},  {"  -14 ", false, 0},
+      {"cmd=fu", false, 0},     {"11\n   ", false, 0}, {"114", false, 0},
+      {"1140000", false, 0},
+  };
+  for (const case_t& c : cases) {
+    std::size_t length = 7;
+    bool ok = wire::parse_v2_length(c.prefix, &length);
+    bool pass = ok == c.ok && (!ok || length == c.length);
+    std::printf("%s: parse_v2_length('%s') = %s", pass ? "PASS" : "FAIL",
+                c.prefix, ok ? "ok" : "refused");
+    if (ok) std::printf(" %zu", length);
+    std::printf("\n");
+    if (!pass) ++g_failures;
+  }
+  std::size_t back = 0;
+  std::string framed = wire::frame_v2("cmd=finalize;");
+  bool pass = framed == "    13cmd=finalize;" &&
+              wire::parse_v2_length(framed.substr(0, 6), &back) && back == 13;
+  std::printf("%s: frame_v2 writes a right-aligned length\n",
+              pass ? "PASS" : "FAIL");
+  if (!pass) ++g_failures;
 }
 
 void negotiation_scenarios()
@@ -373,8 +484,11 @@ int main()
 {
   unsetenv("PMIX_RANK");
   unsetenv("PMIX_NAMESPACE");
+  unsetenv("PMI_JOBID");
   pmi1_scenarios();
   pmi2_scenarios();
+  slurm_scenarios();
+  framing_scenarios();
   negotiation_scenarios();
   std::printf("%d failed\n", g_failures);
   return g_failures == 0 ? 0 : 1;

@@ -59,6 +59,14 @@ PACKETS = {
     "bad_policy": header(1, 0, SEND, 0, policy=9) + b"?",
 }
 
+def slurm_v2(body):
+    """A PMI-2 message as Slurm frames it: the length left-aligned."""
+    return b"%-6d" % len(body) + body
+
+
+SLURM_FULLINIT = (b"cmd=fullinit-response;rc=%s;pmi-version=2;pmi-subversion=0;"
+                  b"rank=0;size=2;appnum=-1;debugged=FALSE;pmiverbose=FALSE;")
+
 PMI = {
     "v1_init": (0, b"cmd=init pmi_version=1 pmi_subversion=1\n"
                 b"cmd=get_maxes\ncmd=get_my_kvsname\n"),
@@ -79,6 +87,18 @@ PMI = {
                    b"    45cmd=kvs-get-response;rc=0;found=TRUE;value=x;"
                    b"    32cmd=kvs-get-response;found=;"),
     "v2_bad_length": (1, b"  1x2cmd=fullinit-response;"),
+    # Slurm 22.05's pmi2 plugin (srun --mpi=pmi2), lengths left-aligned: a
+    # session, a fullinit it refuses (rc=3, no errmsg), a kvs-fence it fails
+    "v2_slurm_replies": (1, b"".join(map(slurm_v2, [
+        SLURM_FULLINIT % b"0", b"cmd=kvs-put-response;rc=0;",
+        b"cmd=kvs-fence-response;rc=0;",
+        b"cmd=kvs-get-response;rc=0;found=TRUE;value=0a1b;",
+        b"cmd=kvs-get-response;rc=0;found=FALSE;",
+        b"cmd=finalize-response;rc=0;"]))),
+    "v2_slurm_refused": (1, slurm_v2(SLURM_FULLINIT % b"3")),
+    "v2_slurm_fence_error": (1, slurm_v2(
+        b"cmd=kvs-fence-response;rc=14;"
+        b"errmsg=mpi/pmi2: failed to send temp kvs;")),
 }
 
 

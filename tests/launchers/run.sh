@@ -11,6 +11,10 @@
 #     --expect REGEX          the output (stdout+stderr) matches REGEX
 #     --count REGEX COUNT     exactly COUNT output lines match REGEX
 #     --env NAME=VALUE        set in the ranks' environment (repeatable)
+#     --backend NAME|default  the network backend (LCI_ATTR_BACKEND);
+#                             default: leave the variable unset, so the
+#                             library's default runs (without the option:
+#                             ofi, unless the environment sets one)
 # Exits 0 when every check passes, 1 otherwise, 77 (ctest SKIP_RETURN_CODE)
 # when the launcher or the program is not installed/built.
 #
@@ -26,6 +30,7 @@ seconds=$3
 shift 3
 
 expected_exit=0
+backend_given=""
 expects=""
 counts=""
 nl='
@@ -36,6 +41,17 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
     --expect) expects="$expects$2$nl"; shift 2 ;;
     --count) counts="$counts$3 $2$nl"; shift 3 ;;
     --env) export "$2"; shift 2 ;;
+    --backend)
+      if [ "$2" = default ]; then
+        unset LCI_ATTR_BACKEND
+        backend_given=default
+      else
+        LCI_ATTR_BACKEND=$2
+        export LCI_ATTR_BACKEND
+        backend_given=$2
+      fi
+      shift 2
+      ;;
     *) echo "run.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -49,8 +65,10 @@ skip() {
 
 : "${LCI_ATTR_OFI_PROVIDER_NAME:=shm}"
 export LCI_ATTR_OFI_PROVIDER_NAME
-: "${LCI_ATTR_BACKEND:=ofi}"
-export LCI_ATTR_BACKEND
+if [ -z "${backend_given:-}" ]; then
+  : "${LCI_ATTR_BACKEND:=ofi}"
+  export LCI_ATTR_BACKEND
+fi
 
 [ -x "$1" ] || skip "$1 is not built"
 

@@ -1,7 +1,8 @@
 // Multi-process check of the collectives: every collective with every
 // algorithm, sizes 0, 1, 8 bytes, 4 KiB and 1 MiB, every root, blocking and
 // nonblocking, results checked element by element against a serial
-// computation of what every rank contributed; then 4 threads each running
+// computation of what every rank contributed; every form of overlapping
+// buffers (in place) with every algorithm; then 4 threads each running
 // independent nonblocking collectives on their own matching engine; then
 // bad input (each raises fatal_error and the next collective still works)
 // and a size mismatch across ranks (an error, not a write past a buffer).
@@ -147,32 +148,39 @@ void test_broadcast(size_t size, lci::broadcast_algorithm_t alg, bool nb)
   }
 }
 
-void test_reduce(size_t size, bool nb)
+// in_place: recvbuf == sendbuf on every rank (only the root's changes)
+void test_reduce(size_t size, bool nb, bool in_place)
 {
   for (int root = 0; root < g_n; ++root) {
     unsigned seq = ++g_seq;
-    std::vector<unsigned char> in(size), out(size + 16, 0xee);
+    std::vector<unsigned char> in(size + 16, 0xee), out(size + 16, 0xee);
     fill_bytes(in.data(), size, g_rank, seq);
+    unsigned char* dst = in_place ? in.data() : out.data();
     waiter_t w(nb);
-    lci::reduce_x(in.data(), out.data(), size, 1, &add_bytes, root)
-        .comp(w.comp())();
+    lci::reduce_x(in.data(), dst, size, 1, &add_bytes, root).comp(w.comp())();
     bool at_root = g_rank == root;
-    w.wait(at_root ? out.data() : nullptr, at_root ? size : 0, nullptr);
+    w.wait(at_root ? dst : nullptr, at_root ? size : 0, nullptr);
     if (!at_root) {
       for (size_t i = 0; i < size + 16; ++i)
         if (out[i] != 0xee) {
           CHECK(false, "reduce wrote recvbuf at a non-root rank");
           break;
         }
+      for (size_t i = 0; i < size; ++i)
+        if (in[i] != byte_of(g_rank, i, seq)) {
+          CHECK(false, "reduce changed sendbuf at a non-root rank");
+          break;
+        }
       continue;
     }
     for (size_t i = 0; i < size; ++i)
-      if (out[i] != sum_bytes(i, seq)) {
-        CHECK(false, "reduce size %zu root %d: byte %zu", size, root, i);
+      if (dst[i] != sum_bytes(i, seq)) {
+        CHECK(false, "reduce size %zu root %d in_place %d: byte %zu", size,
+              root, in_place, i);
         break;
       }
     for (size_t i = size; i < size + 16; ++i)
-      CHECK(out[i] == 0xee, "reduce wrote past the buffer");
+      CHECK(dst[i] == 0xee, "reduce wrote past the buffer");
     g_checked += static_cast<long>(size);
   }
 }
@@ -214,42 +222,66 @@ void test_allreduce(size_t size, lci::allreduce_algorithm_t alg, bool nb,
   g_checked += static_cast<long>(count);
 }
 
+// Where a collective's result goes relative to its input: apart, or
+// overlapping it (every form of aliasing a caller may use; see
+// docs/COLLECTIVES.md, "Overlapping buffers").
+enum class place_t {
+  apart,
+  own_block,   // the rank's own block of the larger buffer
+  same_start,  // both buffers start at the same address
+};
+const char* place_name(place_t p)
+{
+  const char* names[] = {"apart", "own_block", "same_start"};
+  return names[static_cast<int>(p)];
+}
+
 void test_reduce_scatter(size_t size, lci::reduce_scatter_algorithm_t alg,
-                         bool nb)
+                         bool nb, place_t place = place_t::apart)
 {
   // size bytes per rank
   unsigned seq = ++g_seq;
-  std::vector<unsigned char> in(size * g_n), out(size + 16, 0xee);
-  fill_bytes(in.data(), in.size(), g_rank, seq);
+  std::vector<unsigned char> in(size * g_n + 16, 0xee), out(size + 16, 0xee);
+  fill_bytes(in.data(), size * g_n, g_rank, seq);
+  unsigned char* dst = place == place_t::apart       ? out.data()
+                       : place == place_t::own_block ? in.data() + g_rank * size
+                                                     : in.data();
   waiter_t w(nb);
-  lci::reduce_scatter_x(in.data(), out.data(), size, 1, &add_bytes)
+  lci::reduce_scatter_x(in.data(), dst, size, 1, &add_bytes)
       .algorithm(alg)
       .comp(w.comp())();
-  w.wait(out.data(), size, nullptr);
+  w.wait(dst, size, nullptr);
   for (size_t i = 0; i < size; ++i)
-    if (out[i] != sum_bytes(g_rank * size + i, seq)) {
-      CHECK(false, "reduce_scatter alg %d size %zu: byte %zu",
-            static_cast<int>(alg), size, i);
+    if (dst[i] != sum_bytes(g_rank * size + i, seq)) {
+      CHECK(false, "reduce_scatter alg %d size %zu %s: byte %zu is %d",
+            static_cast<int>(alg), size, place_name(place), i, dst[i]);
       break;
     }
+  for (size_t i = size * g_n; i < size * g_n + 16; ++i)
+    CHECK(in[i] == 0xee, "reduce_scatter wrote past sendbuf");
   for (size_t i = size; i < size + 16; ++i)
     CHECK(out[i] == 0xee, "reduce_scatter wrote past the buffer");
   g_checked += static_cast<long>(size);
 }
 
-void test_allgather(size_t size, lci::allgather_algorithm_t alg, bool nb)
+void test_allgather(size_t size, lci::allgather_algorithm_t alg, bool nb,
+                    place_t place = place_t::apart)
 {
   unsigned seq = ++g_seq;
   std::vector<unsigned char> in(size), out(size * g_n + 16, 0xee);
-  fill_bytes(in.data(), size, g_rank, seq);
+  unsigned char* src = place == place_t::apart ? in.data()
+                       : place == place_t::own_block
+                           ? out.data() + g_rank * size
+                           : out.data();
+  fill_bytes(src, size, g_rank, seq);
   waiter_t w(nb);
-  lci::allgather_x(in.data(), out.data(), size).algorithm(alg).comp(w.comp())();
+  lci::allgather_x(src, out.data(), size).algorithm(alg).comp(w.comp())();
   w.wait(out.data(), size * g_n, nullptr);
   for (int r = 0; r < g_n; ++r)
     for (size_t i = 0; i < size; ++i)
       if (out[r * size + i] != byte_of(r, i, seq)) {
-        CHECK(false, "allgather alg %d size %zu: rank %d byte %zu",
-              static_cast<int>(alg), size, r, i);
+        CHECK(false, "allgather alg %d size %zu %s: rank %d byte %zu",
+              static_cast<int>(alg), size, place_name(place), r, i);
         r = g_n;
         break;
       }
@@ -258,29 +290,57 @@ void test_allgather(size_t size, lci::allgather_algorithm_t alg, bool nb)
   g_checked += static_cast<long>(size * g_n);
 }
 
-void test_alltoall(size_t size, bool nb)
+// in_place: recvbuf == sendbuf
+void test_alltoall(size_t size, bool nb, bool in_place = false)
 {
   unsigned seq = ++g_seq;
-  std::vector<unsigned char> in(size * g_n), out(size * g_n + 16, 0xee);
+  std::vector<unsigned char> in(size * g_n + 16, 0xee),
+      out(size * g_n + 16, 0xee);
   // block j of rank r: byte_of(r, j * size + i)
-  fill_bytes(in.data(), in.size(), g_rank, seq);
+  fill_bytes(in.data(), size * g_n, g_rank, seq);
+  unsigned char* dst = in_place ? in.data() : out.data();
   waiter_t w(nb);
-  lci::alltoall_x(in.data(), out.data(), size).comp(w.comp())();
-  w.wait(out.data(), size * g_n, nullptr);
+  lci::alltoall_x(in.data(), dst, size).comp(w.comp())();
+  w.wait(dst, size * g_n, nullptr);
   for (int r = 0; r < g_n; ++r)
     for (size_t i = 0; i < size; ++i)
-      if (out[r * size + i] != byte_of(r, g_rank * size + i, seq)) {
-        CHECK(false, "alltoall size %zu: from rank %d byte %zu", size, r, i);
+      if (dst[r * size + i] != byte_of(r, g_rank * size + i, seq)) {
+        CHECK(false, "alltoall size %zu in_place %d: from rank %d byte %zu",
+              size, in_place, r, i);
         r = g_n;
         break;
       }
-  for (size_t i = size * g_n; i < out.size(); ++i)
-    CHECK(out[i] == 0xee, "alltoall wrote past the buffer");
+  for (size_t i = size * g_n; i < size * g_n + 16; ++i)
+    CHECK(in[i] == 0xee && out[i] == 0xee, "alltoall wrote past the buffer");
   g_checked += static_cast<long>(size * g_n);
 }
 
-// 4 threads, each with its own matching engine, run nonblocking allreduce,
-// broadcast and barrier at once.
+// Every collective whose buffers may overlap, in each overlapping form, for
+// every algorithm (blocking: the aliasing does not depend on how the
+// caller waits).
+void test_overlap(size_t size)
+{
+  test_reduce(size, false, true);
+  for (auto alg :
+       {lci::allreduce_algorithm_t::none, lci::allreduce_algorithm_t::direct,
+        lci::allreduce_algorithm_t::recursive_doubling,
+        lci::allreduce_algorithm_t::ring}) {
+    test_allreduce(size, alg, false, false, true);
+  }
+  for (auto alg : {lci::reduce_scatter_algorithm_t::none,
+                   lci::reduce_scatter_algorithm_t::direct,
+                   lci::reduce_scatter_algorithm_t::tree,
+                   lci::reduce_scatter_algorithm_t::ring})
+    for (place_t p : {place_t::own_block, place_t::same_start})
+      test_reduce_scatter(size, alg, false, p);
+  for (auto alg :
+       {lci::allgather_algorithm_t::none, lci::allgather_algorithm_t::direct,
+        lci::allgather_algorithm_t::ring})
+    for (place_t p : {place_t::own_block, place_t::same_start})
+      test_allgather(size, alg, false, p);
+  test_alltoall(size, false, true);
+}
+
 void test_threads(int nthreads, int iters)
 {
   // Ranks allocate their engines at different times (rank r after r x 50
@@ -453,7 +513,7 @@ int main(int argc, char** argv)
                          lci::broadcast_algorithm_t::tree,
                          lci::broadcast_algorithm_t::ring})
           test_broadcast(size, alg, nb);
-        test_reduce(size, nb);
+        test_reduce(size, nb, false);
         for (auto alg : {lci::allreduce_algorithm_t::none,
                          lci::allreduce_algorithm_t::direct,
                          lci::allreduce_algorithm_t::recursive_doubling,
@@ -474,6 +534,7 @@ int main(int argc, char** argv)
                          lci::allgather_algorithm_t::ring})
           test_allgather(size, alg, nb);
         test_alltoall(size, nb);
+        if (!nb) test_overlap(size);
       }
       test_barrier(nb);
     }

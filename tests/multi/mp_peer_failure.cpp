@@ -14,12 +14,26 @@
 //   - an ANY_SOURCE receive, which must stay posted;
 //   - a nonblocking broadcast rooted at the victim (direct: each survivor
 //     receives from it), which the victim never joins.
+//   - on a third device, which the victim never progresses (so nothing
+//     posted there can complete while it lives, whatever the timing), one
+//     operation of each kind, all completing into one completion queue:
+//     a receive, a rendezvous send, a rendezvous active message, a small
+//     put with signal (completed by the target's ack), and, with
+//     --strict-rma (backends whose RMA and network completions need the
+//     target's progress: the native shm backend below its CMA threshold),
+//     a put, a get, a put and a get with signal, a send and an active
+//     message with comp_semantic network.
 // Each survivor keeps calling progress and checks:
 //   - progress throws peer_failure_error naming the victim within --bound
 //     seconds of T0, once (later progress calls do not throw again);
 //   - the receives, the rendezvous send and the broadcast completed with
 //     errorcode_t::fatal_peer_failure (the broadcast naming the victim), each
-//     put and the network-semantic send with that or done;
+//     put and the network-semantic send with that or done (they may have
+//     completed before the victim died);
+//   - every operation of the third device came out of the queue with
+//     fatal_peer_failure (never done), the victim's rank and its
+//     user_context; each prints "must-fail <kind>: <error>", which
+//     peer_failure.sh counts;
 //   - a new post to the victim throws peer_failure_error at once;
 //   - the survivors still exchange messages (eager and rendezvous, checked
 //     byte by byte) on a second device, and with --ring-default on the
@@ -103,8 +117,10 @@ int main(int argc, char** argv)
   double bound = 10;
   int victim = -1;
   bool ring_default = false;
+  bool strict_rma = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--strict-rma") strict_rma = true;
     if (a == "--bound" && i + 1 < argc)
       bound = std::atof(argv[++i]);
     else if (a == "--victim" && i + 1 < argc)
@@ -124,6 +140,12 @@ int main(int argc, char** argv)
 
   // a device that never talks to the victim (see the header on shm)
   lci::device_t dev2 = lci::alloc_device();
+  // a device the victim never progresses
+  lci::device_t dev3 = lci::alloc_device();
+  // the remote completion of active messages and signals to the victim
+  // (every rank registers one, so the handles agree)
+  lci::comp_t am_cq = lci::alloc_cq();
+  lci::rcomp_t rcomp = lci::register_rcomp(am_cq);
 
   // the victim's region, for the put
   std::vector<char> region(kRegion);
@@ -217,6 +239,73 @@ int main(int argc, char** argv)
                       s_any);
   CHECK(st.is_posted(), "ANY_SOURCE receive: %s", st.error.get_str());
 
+  // one operation of each kind on the device the victim never progresses,
+  // completing into one queue (user_context: its entry of `kinds`)
+  struct kind_t {
+    const char* name;
+    bool strict;  // needs the victim's progress on every backend
+    std::vector<char> buf;
+  };
+  std::vector<kind_t> kinds;
+  auto add_kind = [&](const char* name, bool strict, size_t size) {
+    kinds.push_back(kind_t{name, strict, std::vector<char>(size, 'k')});
+  };
+  add_kind("receive", true, 64);
+  add_kind("rendezvous send", true, kRdvSize);
+  add_kind("rendezvous active message", true, kRdvSize);
+  add_kind("small put with signal", true, 64);
+  if (strict_rma) {
+    add_kind("put", true, 4096);
+    add_kind("get", true, 4096);
+    add_kind("put with signal", true, 4096);
+    add_kind("get with signal", true, 4096);
+    add_kind("network-semantic send", true, 1024);
+    add_kind("network-semantic active message", true, 1024);
+  }
+  lci::comp_t q = lci::alloc_cq();
+  const uint64_t disp3 = (uint64_t(12) << 20) + uint64_t(g_rank) * kRdvSize;
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    const std::string name = kinds[k].name;
+    char* b = kinds[k].buf.data();
+    const size_t size = kinds[k].buf.size();
+    void* ctx = &kinds[k];
+    if (name == "receive") {
+      st = lci::post_recv_x(victim, b, size, kTagNeverSent + 10, q)
+               .device(dev3)
+               .user_context(ctx)();
+    } else if (name == "rendezvous send" || name == "network-semantic send") {
+      st = lci::post_send_x(victim, b, size, kTagNet + 10, q)
+               .device(dev3)
+               .user_context(ctx)
+               .comp_semantic(name == "rendezvous send"
+                                  ? lci::comp_semantic_t::memory
+                                  : lci::comp_semantic_t::network)
+               .allow_retry(false)();
+    } else if (name == "rendezvous active message" ||
+               name == "network-semantic active message") {
+      st = lci::post_am_x(victim, b, size, q, rcomp)
+               .device(dev3)
+               .user_context(ctx)
+               .comp_semantic(name == "rendezvous active message"
+                                  ? lci::comp_semantic_t::memory
+                                  : lci::comp_semantic_t::network)
+               .allow_retry(false)();
+    } else {
+      const bool put = name.find("put") != std::string::npos;
+      const bool signal = name.find("signal") != std::string::npos;
+      st = lci::post_comm_x(put ? lci::direction_t::OUT : lci::direction_t::IN,
+                            victim, b, size, q)
+               .rmr(victim_rmr)
+               .remote_disp(disp3)
+               .remote_comp(signal ? rcomp : lci::RCOMP_NULL)
+               .device(dev3)
+               .user_context(ctx)
+               .allow_retry(false)();
+    }
+    CHECK(st.is_posted(), "%s to the victim: %s (expected posted)",
+          name.c_str(), st.error.get_str());
+  }
+
   // progress until the failure is reported
   double detect = -1;
   int thrown = 0;
@@ -280,6 +369,36 @@ int main(int argc, char** argv)
   }
   CHECK(!lci::sync_test(s_any, &out), "the ANY_SOURCE receive fired: %s",
         out.error.get_str());
+
+  // the third device's operations: every one failed, none reads as done
+  {
+    std::vector<int> seen(kinds.size(), 0);
+    size_t got = 0;
+    const int64_t start = realtime_ns();
+    while (got < kinds.size() && seconds_since(start) <= bound) {
+      lci::progress_x().device(dev3)();
+      lci::status_t qs = lci::cq_pop(q);
+      if (qs.is_retry()) continue;
+      ++got;
+      size_t k = 0;
+      while (k < kinds.size() && qs.user_context != &kinds[k]) ++k;
+      if (k == kinds.size()) {
+        CHECK(false, "a status with an unknown user_context %p (%s)",
+              qs.user_context, qs.error.get_str());
+        continue;
+      }
+      ++seen[k];
+      std::printf("rank %d: must-fail %s: %s\n", g_rank, kinds[k].name,
+                  qs.error.get_str());
+      CHECK(
+          qs.error == lci::errorcode_t::fatal_peer_failure && qs.rank == victim,
+          "the %s to the victim completed with %s, rank %d", kinds[k].name,
+          qs.error.get_str(), qs.rank);
+    }
+    for (size_t k = 0; k < kinds.size(); ++k)
+      CHECK(seen[k] == 1, "the %s to the victim completed %d times",
+            kinds[k].name, seen[k]);
+  }
 
   // posts naming the victim throw at once
   bool threw = false;
@@ -345,8 +464,12 @@ int main(int argc, char** argv)
   lci::free_comp(&s_net);
   lci::free_comp(&s_any);
   lci::free_comp(&s_coll);
+  lci::free_comp(&q);
+  lci::deregister_rcomp(rcomp);
+  lci::free_comp(&am_cq);
   lci::deregister_memory(&mr);
   int64_t f0 = realtime_ns();
+  lci::free_device(&dev3);
   lci::free_device(&dev2);
   double fdev = seconds_since(f0);
   CHECK(fdev <= bound, "free_device took %.3f s", fdev);

@@ -25,6 +25,9 @@ fail() { echo "host_failure.sh: FAILED: $*"; status=1; }
 head_pid=$(cat "$dir/head.pid")
 
 unset FI_TCP_IFACE FI_SOCKETS_IFACE
+# heartbeats find the host that failed (hydra passes the variable on)
+LCI_ATTR_PEER_TIMEOUT=${LCI_ATTR_PEER_TIMEOUT:-10000}
+export LCI_ATTR_PEER_TIMEOUT
 timeout -s KILL 120 nsenter -t "$head_pid" -n -u -m -- \
   mpiexec.hydra -disable-auto-cleanup -launcher ssh -launcher-exec "$dir/enter" \
   -f "$hostfile" -n "$n" "$prog" --ppn "$ppn" --victim "$victim" \

@@ -373,8 +373,6 @@ TEST_F(LciTest, Resources)
       lci::free_runtime(&c);
     });
   }
-  add("g_runtime_init", "double_free", "g_runtime_init", "already",
-      [] { lci::g_runtime_init(); });
   add("get_rank_me", "foreign", "get_rank_me", F,
       [=] { lci::get_rank_me_x().runtime(foreign_rt)(); });
   add("get_rank_n", "foreign", "get_rank_n", F,
@@ -507,8 +505,6 @@ TEST_F(LciTest, Resources)
   char buf[64];
   add("register_memory", "null", "register_memory", "null",
       [] { lci::register_memory(nullptr, 8); });
-  add("register_memory", "value", "register_memory", "size 0",
-      [&] { lci::register_memory(buf, 0); });
   add("register_memory", "oversize", "register_memory",
       std::to_string(size_t(1) << 63),
       [&] { lci::register_memory(buf, size_t(1) << 63); });

@@ -364,12 +364,19 @@ TEST_F(LciTest, GlobalRuntimeFinaTwice)
   expect_sendrecv_works();
 }
 
+// Not an error (upstream LCI warns and keeps the runtime): the same runtime,
+// a warning, and one more g_runtime_fina to match (test_compat.cpp has the
+// whole cycle).
 TEST_F(LciTest, GlobalRuntimeInitTwice)
 {
   lci::runtime_t before = lci::get_g_runtime();
-  std::string msg = fatal_message([] { lci::g_runtime_init(); });
-  EXPECT_THAT(msg, AllOf(HasSubstr("g_runtime_init"),
-                         HasSubstr("already initialized")));
+  ::testing::internal::CaptureStderr();
+  lci::runtime_t again = lci::g_runtime_init();
+  std::string warning = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(warning, AllOf(HasSubstr("g_runtime_init"),
+                             HasSubstr("already initialized")));
+  EXPECT_EQ(again, before);
+  lci::g_runtime_fina();
   // the global runtime is the same one and still works
   EXPECT_EQ(lci::get_g_runtime(), before);
   expect_sendrecv_works();
@@ -591,8 +598,6 @@ TEST_F(LciTest, MemoryRegistrationMisuse)
   std::vector<char> region(128), other(128);
   std::string msg = fatal_message([&] { lci::register_memory(nullptr, 10); });
   EXPECT_THAT(msg, AllOf(HasSubstr("register_memory"), HasSubstr("null")));
-  msg = fatal_message([&] { lci::register_memory(region.data(), 0); });
-  EXPECT_THAT(msg, AllOf(HasSubstr("register_memory"), HasSubstr("size 0")));
   lci::mr_t mr = lci::register_memory(region.data(), region.size());
   lci::mr_t copy = mr;
   // a local buffer outside the mr given with .mr()

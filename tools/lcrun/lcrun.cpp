@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -74,6 +75,7 @@ const char kUsage[] =
     "                      job. --timeout still applies\n"
     "  -v, --verbose       print the PMI requests and replies to stderr\n"
     "  -h, --help          print this help and exit\n"
+    "  --version           print lcrun's version and exit\n"
     "\n"
     "Exit status: 0 when all ranks exit 0. When a rank fails, lcrun prints\n"
     "\"lcrun: rank R (pid P) died: killed by signal S (SIGNAME)\" (or "
@@ -147,6 +149,8 @@ bool parse_seconds(const char* text, double* seconds)
 }
 
 // Returns -1 to go on, else the exit status lcrun should end with.
+// getopt_long in "+" mode: the first non-option argument is the program,
+// and everything after it is the program's.
 int parse_args(int argc, char** argv, options_t* opt)
 {
   const char* env_timeout = std::getenv("LCRUN_TIMEOUT");
@@ -155,69 +159,82 @@ int parse_args(int argc, char** argv, options_t* opt)
     return usage_error(std::string("LCRUN_TIMEOUT='") + env_timeout +
                        "' is not a number of seconds >= 0");
   }
-  int i = 1;
-  for (; i < argc; ++i) {
-    std::string arg = argv[i];
-    // The value of an option given as a separate argument.
-    auto value_of = [&]() -> const char* {
-      return i + 1 < argc ? argv[++i] : nullptr;
-    };
-    if (arg == "--") {
-      ++i;
-      break;
-    } else if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (arg == "-n" || arg == "-np" || arg.compare(0, 2, "-n") == 0) {
-      const char* text = nullptr;
-      if (arg == "-n" || arg == "-np") {
-        text = value_of();
-        if (text == nullptr) return usage_error(arg + " needs a value");
-      } else {
-        text = argv[i] + 2;
+  // "-np N" (mpiexec's spelling) is "-n N"
+  std::vector<char*> args(argv, argv + argc);
+  static char dash_n[] = "-n";
+  for (int i = 1; i < argc && std::strcmp(argv[i], "--") != 0; ++i)
+    if (std::strcmp(argv[i], "-np") == 0) args[i] = dash_n;
+  enum { kTimeout = 256, kPmiPort, kVersion };
+  const option longopts[] = {{"np", required_argument, nullptr, 'n'},
+                             {"timeout", required_argument, nullptr, kTimeout},
+                             {"env", required_argument, nullptr, 'x'},
+                             {"label", no_argument, nullptr, 'l'},
+                             {"pmi-port", no_argument, nullptr, kPmiPort},
+                             {"keep-going", no_argument, nullptr, 'k'},
+                             {"verbose", no_argument, nullptr, 'v'},
+                             {"help", no_argument, nullptr, 'h'},
+                             {"version", no_argument, nullptr, kVersion},
+                             {nullptr, 0, nullptr, 0}};
+  opterr = 0;  // our own messages
+  optind = 1;
+  int c;
+  while ((c = getopt_long(argc, args.data(), "+:n:x:lkvh", longopts,
+                          nullptr)) != -1) {
+    switch (c) {
+      case 'h':
+        std::fputs(kUsage, stdout);
+        return 0;
+      case kVersion:
+        std::printf("lcrun (LCI) %s\n", LCI_VERSION_STRING);
+        return 0;
+      case 'n': {
+        long long n = 0;
+        if (!lci::bootstrap::pmi_wire::parse_int(optarg, &n) || n < 1 ||
+            n > kMaxRanks) {
+          return usage_error(std::string("invalid number of ranks '") + optarg +
+                             "' (expected an integer in [1, " +
+                             std::to_string(kMaxRanks) + "])");
+        }
+        opt->nranks = static_cast<int>(n);
+        break;
       }
-      long long n = 0;
-      if (!lci::bootstrap::pmi_wire::parse_int(text, &n) || n < 1 ||
-          n > kMaxRanks) {
-        return usage_error(std::string("invalid number of ranks '") + text +
-                           "' (expected an integer in [1, " +
-                           std::to_string(kMaxRanks) + "])");
+      case kTimeout:
+        if (!parse_seconds(optarg, &opt->timeout)) {
+          return usage_error(std::string("invalid --timeout '") + optarg +
+                             "' (expected a number of seconds >= 0)");
+        }
+        break;
+      case 'x': {
+        std::string kv = optarg;
+        std::size_t eq = kv.find('=');
+        if (eq == 0 || eq == std::string::npos ||
+            kv.find_first_of(" \t\n") < eq) {
+          return usage_error("invalid environment setting '" + kv +
+                             "' (expected NAME=VALUE)");
+        }
+        opt->env.push_back(kv);
+        break;
       }
-      opt->nranks = static_cast<int>(n);
-    } else if (arg == "--timeout" || arg.compare(0, 10, "--timeout=") == 0) {
-      const char* text = arg == "--timeout" ? value_of() : argv[i] + 10;
-      if (text == nullptr) return usage_error("--timeout needs a value");
-      if (!parse_seconds(text, &opt->timeout)) {
-        return usage_error(std::string("invalid --timeout '") + text +
-                           "' (expected a number of seconds >= 0)");
-      }
-    } else if (arg == "-x" || arg == "--env" ||
-               arg.compare(0, 6, "--env=") == 0) {
-      const char* text =
-          arg.compare(0, 6, "--env=") == 0 ? argv[i] + 6 : value_of();
-      if (text == nullptr) return usage_error(arg + " needs NAME=VALUE");
-      std::string kv = text;
-      std::size_t eq = kv.find('=');
-      if (eq == 0 || eq == std::string::npos ||
-          kv.find_first_of(" \t\n") < eq) {
-        return usage_error("invalid environment setting '" + kv +
-                           "' (expected NAME=VALUE)");
-      }
-      opt->env.push_back(kv);
-    } else if (arg == "-l" || arg == "--label") {
-      opt->label = true;
-    } else if (arg == "--pmi-port") {
-      opt->pmi_port = true;
-    } else if (arg == "-k" || arg == "--keep-going") {
-      opt->keep_going = true;
-    } else if (arg == "-v" || arg == "--verbose") {
-      opt->verbose = true;
-    } else if (arg.size() > 1 && arg[0] == '-') {
-      return usage_error("unknown option '" + arg + "'");
-    } else {
-      break;
+      case 'l':
+        opt->label = true;
+        break;
+      case kPmiPort:
+        opt->pmi_port = true;
+        break;
+      case 'k':
+        opt->keep_going = true;
+        break;
+      case 'v':
+        opt->verbose = true;
+        break;
+      case ':':
+        return usage_error(std::string(args[optind - 1]) + " needs a value");
+      default:
+        return usage_error(std::string("unknown option '") + args[optind - 1] +
+                           "'");
     }
   }
+  int i = optind;
   if (i >= argc) return usage_error("missing the program to run");
   opt->command.assign(argv + i, argv + argc);
   opt->command.push_back(nullptr);

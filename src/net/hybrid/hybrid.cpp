@@ -27,6 +27,7 @@
 #include <string>
 
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 namespace lci::net::hybrid
 {
@@ -89,6 +90,17 @@ class hybrid_device_t final : public device_t
     }
     local_->connect(local);
     remote_->connect(remote);
+    if (util::log_enabled(util::log_level_t::debug))
+      for (size_t r = 0; r < addrs.size(); ++r)
+        LCI_LOG(
+            debug, "hybrid: rank ", r, " through ",
+            s_.index[r] >= 0 ? "native shm (same node)" : "ofi (another node)");
+  }
+
+  void connected() override
+  {
+    local_->connected();
+    remote_->connected();
   }
 
   error_t post_inject(int rank, const void* buf, size_t size) override

@@ -36,6 +36,7 @@
 #include "net/shm/shm.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -353,6 +354,13 @@ class shm_device_t final : public device_t
     try_unlink();
   }
 
+  // Every peer has mapped the segment by now: its name can go at once, so a
+  // rank that crashes later leaves nothing in /dev/shm.
+  void connected() override
+  {
+    if (!unlinked_) try_unlink();
+  }
+
   error_t post_inject(int rank, const void* buf, size_t size) override
   {
     return push(rank, kMsg, buf, size, nullptr, 0, errorcode_t::done);
@@ -545,12 +553,7 @@ class shm_device_t final : public device_t
   void map_peer(int r, const std::string& name, peer_t* p)
   {
     int fd = shm_open(name.c_str(), O_RDWR, 0);
-    if (fd < 0)
-      util::throw_fatal("alloc_device: cannot open rank ", r,
-                        "'s shared-memory segment ", name, ": ",
-                        std::strerror(errno),
-                        " (the native shm backend needs all ranks on one "
-                        "node, sharing /dev/shm)");
+    if (fd < 0) open_failed(r, name, p->pid, errno);
     struct stat st;
     if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != lay_.total) {
       ::close(fd);
@@ -566,6 +569,41 @@ class shm_device_t final : public device_t
                         name, ": ", std::strerror(errno));
     p->base = m;
     p->size = lay_.total;
+  }
+
+  // The error for a peer's segment that cannot be opened. The peer's
+  // segment exists from before its address was published until every peer
+  // has mapped it, so a missing segment while its owner runs is a bug of
+  // ours; an owner that is gone, or a different /dev/shm, is the setup.
+  [[noreturn]] void open_failed(int r, const std::string& name, pid_t pid,
+                                int err)
+  {
+    const std::string what = "alloc_device: cannot open rank " +
+                             std::to_string(r) + "'s shared-memory segment " +
+                             name + ": " + std::strerror(err);
+    if (err != ENOENT)
+      util::throw_fatal(what,
+                        " (expected a segment this rank may open "
+                        "read-write: do all ranks run as the same user?)");
+    errno = 0;
+    const bool alive = ::kill(pid, 0) == 0 || errno == EPERM;
+    if (alive)
+      util::throw_fatal(what,
+                        "; expected it to exist until every peer has "
+                        "mapped it, but rank ",
+                        r, " (pid ", pid,
+                        ") is alive "
+                        "on this node (",
+                        cfg_.node,
+                        ") and its segment is "
+                        "gone: a bug in LCI's start-up, please report it");
+    util::throw_fatal(what, "; rank ", r, " (pid ", pid,
+                      ") is not running "
+                      "as seen from here: it exited or crashed during "
+                      "start-up, or it runs on another node or in another "
+                      "container with the same host name (the native shm "
+                      "backend needs every rank on one node sharing /dev/shm "
+                      "and process ids; LCI_ATTR_BACKEND=ofi works anywhere)");
   }
 
   // unlinks the segment's name once every peer has mapped it

@@ -1,0 +1,145 @@
+#!/bin/sh
+# Time to solution of the k-mer counting, LCI against the MPI reference
+# (the targets of apps/kmer/README.md, "Benchmark"): the seqprep reads
+# (Debian seqprep-data, 2 x 100,000 reads of 101 bases), k = 31 and 51,
+# aggregation 1, 8 and 64 KiB; ours with 2 processes x 1 thread and with 1
+# process x 2 threads, the MPI reference with 2 processes. Every point is
+# run REPS times, the configurations alternated within each repetition
+# (their order rotating), and the medians and the ratios to MPI printed.
+# Every run's histogram must equal the others' of its k.
+#
+#   apps/kmer/bench.sh [--build DIR] [--reps N] [--out DIR] [--mpi NAME]
+#                      [--smoke]
+#     --build DIR  build tree (default build/release, else build/debug)
+#     --reps N     repetitions (default 5)
+#     --out DIR    CSV, histograms and the summary (default
+#                  /tmp/kmer-bench.<pid>)
+#     --mpi NAME   MPI library of the reference: mpich (default, launched
+#                  with mpiexec.hydra) or openmpi (mpirun)
+#     --smoke      one small point, once (velvet's read1, k = 31, 8 KiB):
+#                  checks that the script works, measures nothing
+# Run it on a quiet machine: other load makes the numbers meaningless.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=""
+reps=5
+out=/tmp/kmer-bench.$$
+mpi=mpich
+smoke=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) build=$2; shift 2 ;;
+    --reps) reps=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --mpi) mpi=$2; shift 2 ;;
+    --smoke) smoke=1; shift ;;
+    *) echo "bench.sh: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$build" ]; then
+  build=$root/build/release
+  [ -x "$build/apps/kmer/kmer" ] || build=$root/build/debug
+fi
+kmer=$build/apps/kmer/kmer
+kmer_mpi=$build/apps/kmer/kmer_mpi_$mpi
+lcrun=$build/tools/lcrun/lcrun
+for f in "$kmer" "$kmer_mpi" "$lcrun"; do
+  [ -x "$f" ] || { echo "bench.sh: $f is not built" >&2; exit 1; }
+done
+case $mpi in
+  mpich) mpirun="$root/tools/lo-netns /usr/bin/mpiexec.hydra -launcher fork -iface lo" ;;
+  openmpi)
+    root_flag=""
+    [ "$(id -u)" = 0 ] && root_flag=--allow-run-as-root
+    mpirun="$root/tools/lo-netns /usr/bin/mpirun.openmpi $root_flag --oversubscribe --bind-to none --mca oob_tcp_if_include lo"
+    ;;
+  *) echo "bench.sh: --mpi mpich or openmpi" >&2; exit 2 ;;
+esac
+
+if [ "$smoke" = 1 ]; then
+  inputs=/usr/share/doc/velvet/tests/read1.fq.gz
+  ks=31 aggs=8K reps=1
+else
+  data=/usr/share/doc/seqprep/examples/data
+  inputs="$data/multiplex_bad_contam_1.fq.gz $data/multiplex_bad_contam_2.fq.gz"
+  ks="31 51" aggs="1K 8K 64K"
+fi
+for f in $inputs; do
+  [ -f "$f" ] || {
+    echo "bench.sh: $f is missing (scripts/deps.sh --bench installs it)" >&2
+    exit 1
+  }
+done
+mkdir -p "$out"
+csv=$out/kmer.csv
+echo "k,agg,config,rep,total,read,bloom,count,histo" > "$csv"
+
+# run CONFIG K AGG REP: one run, one CSV row
+run() {
+  config=$1 k=$2 agg=$3 rep=$4
+  histo=$out/$config.k$k.a$agg.r$rep.histo
+  case $config in
+    lci_2x1) set -- "$lcrun" -n 2 --timeout 900 "$kmer" -t 1 ;;
+    lci_1x2) set -- "$lcrun" -n 1 --timeout 900 "$kmer" -t 2 ;;
+    mpi_2) set -- $mpirun -n 2 "$kmer_mpi" ;;
+  esac
+  log=$out/$config.k$k.a$agg.r$rep.log
+  if ! "$@" -k "$k" --agg "$agg" --progress 0 --histo "$histo" $inputs \
+      > "$log" 2>&1; then
+    echo "bench.sh: FAILED: $* (log: $log)" >&2
+    cat "$log" >&2
+    exit 1
+  fi
+  ref=$out/k$k.histo
+  if [ -f "$ref" ]; then
+    cmp -s "$ref" "$histo" ||
+      { echo "bench.sh: $histo differs from $ref" >&2; exit 1; }
+    rm -f "$histo"
+  else
+    mv "$histo" "$ref"
+  fi
+  awk -v pre="$k,$agg,$config,$rep" '
+    $1 == "#" && $2 == "time" { t[$3] = $4 }
+    END { printf "%s,%s,%s,%s,%s,%s\n", pre, t["total"], t["read"],
+          t["bloom"], t["count"], t["histo"] }' "$log" >> "$csv"
+  tail -n 1 "$csv"
+}
+
+configs="lci_2x1 lci_1x2 mpi_2"
+i=0
+while [ "$i" -lt "$reps" ]; do
+  i=$((i + 1))
+  for k in $ks; do
+    for agg in $aggs; do
+      # rotate the order of the configurations with the repetition
+      order=$configs
+      j=1
+      while [ "$j" -lt "$i" ]; do
+        first=${order%% *}
+        order="${order#* } $first"
+        j=$((j + 1))
+      done
+      for config in $order; do run "$config" "$k" "$agg" "$i"; done
+    done
+  done
+done
+
+python3 - "$csv" <<'EOF' | tee "$out/summary.txt"
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+points = {}
+for r in rows:
+    points.setdefault((int(r["k"]), r["agg"]), {}).setdefault(
+        r["config"], []).append(float(r["total"]))
+print("median time to solution (s) over %d runs; ratio = ours / MPI"
+      % max(len(v) for p in points.values() for v in p.values()))
+print("%3s %5s %9s %9s %9s %8s %8s" % ("k", "agg", "lci_2x1", "lci_1x2",
+                                       "mpi_2", "2x1/mpi", "1x2/mpi"))
+for (k, agg), p in sorted(points.items()):
+    m = {c: statistics.median(v) for c, v in p.items()}
+    print("%3d %5s %9.3f %9.3f %9.3f %8.2f %8.2f" % (
+        k, agg, m["lci_2x1"], m["lci_1x2"], m["mpi_2"],
+        m["lci_2x1"] / m["mpi_2"], m["lci_1x2"] / m["mpi_2"]))
+EOF
+echo "bench.sh: CSV $csv, summary $out/summary.txt"

@@ -1,0 +1,388 @@
+"""The C interface generated from spec.py (used by gen.py).
+
+For every operation of spec.OPS:
+  - lci_c_binding.h: `lci_<op>_args_t` (its optional arguments and, for an
+    allocating call, the resource's attributes) with LCI_<OP>_ARGS_INIT, and
+    the prototype `lci_error_t lci_<op>(positional..., args, out)`;
+  - lci_c_binding.cpp: its definition, which converts the arguments
+    (src/capi/capi.hpp), runs the C++ OFF object `<op>_x` and turns an
+    exception into an error code and the thread's last-error message.
+For every attribute of a resource with a handle: a getter
+`lci_<resource>_get_attr_<name>(handle, out)`.
+
+The C form of a type is derived from its C++ name (T_t -> lci_T_t), so an
+operation added to spec.py gets its C form without a change here unless it
+brings a type of a new kind; then generation stops naming the type.
+"""
+import re
+import textwrap
+
+import spec
+
+# C++ scalar types spelled the same in C
+SAME = {"int", "unsigned", "size_t", "uint64_t", "int64_t", "uint32_t",
+        "int32_t", "uint16_t", "int16_t", "uint8_t", "int8_t", "bool",
+        "void*", "const void*", "char*", "const char*", "double"}
+# spec types whose C form is a handle (an opaque pointer, NULL = empty):
+# the resources with a handle class (gen.HANDLES, whose C typedefs and
+# conversions are generated) and these two of lci.h / src/capi/capi.hpp
+FIXED_HANDLE_TYPES = {"comp_t", "mr_t"}
+HANDLE_TYPES = set(FIXED_HANDLE_TYPES)  # set by generate()
+# C++ types of lci.hpp that have a C twin of the same name with an lci_
+# prefix (lci.h); a spec type not listed here or above is an error
+TWINS = {"tag_t", "rcomp_t", "rmr_t", "status_t", "error_t", "direction_t",
+         "comp_semantic_t", "matching_policy_t", "matching_entry_key_t",
+         "matching_entry_val_t", "matching_entry_type_t",
+         "matching_engine_make_key_t", "reduce_op_t", "graph_node_t",
+         "graph_node_run_cb_t", "graph_node_free_cb_t", "graph_edge_run_cb_t",
+         "broadcast_algorithm_t", "allreduce_algorithm_t",
+         "reduce_scatter_algorithm_t", "allgather_algorithm_t"}
+# C++ types whose C form takes more than the one value: a handler function
+# takes a context too (C has no closures). (C type, C name) per part; the
+# operations with such an argument are implemented in src/capi/capi.cpp.
+SPLIT = {"comp_handler_t": [("lci_comp_handler_t", "{}"),
+                            ("void*", "{}_context")]}
+# operations whose C form is hand-written in src/capi/capi.cpp as
+# capi::<op>(C arguments...) (the generator still writes the declaration,
+# the args struct and the exception barrier)
+CUSTOM = {"alloc_handler", "set_allocator", "get_allocator"}
+
+
+class GenError(Exception):
+    pass
+
+
+def op_by_name(name):
+    for o in spec.OPS:
+        if o.name == name:
+            return o
+    raise KeyError(name)
+
+
+def c_type(t, where):
+    """The C spelling of spec type `t` (one value)."""
+    if t in SAME:
+        return t
+    if t == "std::string":
+        return "const char*"
+    if t == "allocator_base_t*":
+        return "const lci_allocator_t*"
+    base = t.rstrip("*")
+    stars = t[len(base):]
+    if base in HANDLE_TYPES or base in TWINS:
+        return "lci_" + base + stars
+    raise GenError("%s: type %s has no C form; add it to src/api/gen_c.py "
+                   "(and include/lci.h)" % (where, t))
+
+
+def c_params(a, where):
+    """[(C type, C name)] of one spec argument."""
+    if a.type in SPLIT:
+        return [(ct, n.format(a.name)) for ct, n in SPLIT[a.type]]
+    return [(c_type(a.type, where), a.name)]
+
+
+def c_default(a, where):
+    """The C initializer of an optional argument's default."""
+    d = str(a.default)
+    if a.type in SPLIT:
+        if d != "nullptr":
+            raise GenError("%s: default %s of a split type" % (where, d))
+        return ["NULL"] * len(SPLIT[a.type])
+    if d == "nullptr":
+        return ["NULL"]
+    m = re.match(r"^(\w+)_t\(\)$", d)
+    if m and m.group(1) + "_t" in HANDLE_TYPES:
+        return ["NULL"]
+    if d == "RMR_NULL":
+        return ["LCI_RMR_NULL_INIT"]
+    if d in ("RCOMP_NULL", "COMP_NULL", "COMP_NULL_RETRY", "ANY_TAG",
+             "ANY_SOURCE"):
+        return ["LCI_" + d]
+    m = re.match(r"^status_t\(errorcode_t::(\w+)\)$", d)
+    if m:
+        return ["LCI_STATUS_INIT(LCI_%s)" % m.group(1).upper()]
+    m = re.match(r"^errorcode_t::(\w+)$", d)
+    if m:
+        return ["LCI_" + m.group(1).upper()]
+    m = re.match(r"^(\w+)_t::(\w+)$", d)
+    if m:
+        return ["LCI_%s_%s" % (m.group(1).upper(), m.group(2).upper())]
+    if d in ("true", "false") or re.match(r"^-?(0x[0-9a-fA-F]+|[0-9]+)"
+                                          r"(U?L{0,2})?$", d):
+        return [d]
+    raise GenError("%s: default %r of %s has no C form; add it to "
+                   "src/api/gen_c.py" % (where, d, a.name))
+
+
+def attr_c_type(a, where):
+    """(C field type, unset initializer, C++ test that it is set)."""
+    if a.type == "std::string":
+        return "const char*", "NULL", "args->{0} != nullptr"
+    if a.type == "bool":
+        return "int", "LCI_UNSET", "args->{0} != LCI_UNSET"
+    if a.type in ("int", "size_t", "uint64_t", "int64_t", "uint32_t",
+                  "int32_t", "double"):
+        return (a.type, "(%s)LCI_UNSET" % a.type,
+                "args->{0} != static_cast<%s>(LCI_UNSET)" % a.type)
+    raise GenError("%s: attribute %s of type %s has no C form; add it to "
+                   "src/api/gen_c.py" % (where, a.name, a.type))
+
+
+def out_type(o):
+    """The C type of the `out` parameter, or None (void, error_t)."""
+    if o.ret in ("void", "error_t"):
+        return None
+    return c_type(o.ret, o.name + " (return)")
+
+
+class COp:
+    """One operation's C form."""
+
+    def __init__(self, o, expanded_args, attrs):
+        self.o = o
+        self.name = o.name
+        self.positional, self.optional = expanded_args(o)
+        self.attrs = attrs
+        self.out = out_type(o)
+        self.has_args = bool(self.optional or self.attrs)
+
+    def params(self):
+        ps = []
+        for a in self.positional:
+            ps += c_params(a, self.name)
+        if self.has_args:
+            ps.append(("const lci_%s_args_t*" % self.name, "args"))
+        if self.out:
+            ps.append((self.out + "*", "out"))
+        return ps
+
+    def proto(self):
+        ps = self.params()
+        return "lci_error_t lci_%s(%s)" % (
+            self.name, ", ".join("%s %s" % p for p in ps) if ps else "void")
+
+
+def gen_header(ops, attr_getters, handles):
+    out = ["/* Generated by src/api/gen.py from src/api/spec.py. Do not "
+           "edit: change the spec. */\n",
+           "#ifndef LCI_C_BINDING_H\n#define LCI_C_BINDING_H\n\n",
+           "/* Included by lci.h after the basic types. */\n\n",
+           "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
+           "/* Resource handles (NULL: empty; in an args struct: the default "
+           "one). */\n"]
+    for n in handles:
+        out.append("typedef struct lci_%s_s* lci_%s_t;\n" % (n, n))
+    out.append("\n")
+    for c in ops:
+        o = c.o
+        if o.doc:
+            # the C++ operation's words (its C++ names: nullptr is NULL)
+            out.append("/* %s */\n" % "\n   ".join(textwrap.wrap(
+                o.doc.replace("*/", "* /"), 74)))
+        if c.has_args:
+            out.append("typedef struct lci_%s_args_t {\n" % c.name)
+            inits = []
+            for a in c.optional:
+                for (ct, cn), d in zip(c_params(a, c.name),
+                                       c_default(a, c.name)):
+                    out.append("  %s %s; /* default %s */\n" % (ct, cn, d))
+                    inits.append(d)
+            for a in c.attrs:
+                ct, unset, _ = attr_c_type(a, c.name)
+                out.append("  %s %s; /* attribute (LCI_ATTR_%s) */\n"
+                           % (ct, a.name, a.name.upper()))
+                inits.append(unset)
+            out.append("} lci_%s_args_t;\n" % c.name)
+            out.append("#define LCI_%s_ARGS_INIT {%s}\n"
+                       % (c.name.upper(), ", ".join(inits)))
+        out.append("%s;\n\n" % c.proto())
+    out.append("/* Resource attributes as they were when the resource was "
+               "allocated (a string\n   stays valid while the resource "
+               "lives). */\n")
+    for res, a in attr_getters:
+        ct = attr_getter_type(a)
+        out.append("lci_error_t lci_%s_get_attr_%s(lci_%s_t %s, %s* out);\n"
+                   % (res, a.name, res, res, ct))
+    out.append("\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* LCI_C_BINDING_H "
+               "*/\n")
+    return "".join(out)
+
+
+def attr_getter_type(a):
+    if a.type == "std::string":
+        return "const char*"
+    return c_type(a.type, "attribute " + a.name)
+
+
+def cxx_value(a, expr):
+    """C++ expression converting the C value(s) of argument `a`."""
+    return "lci::capi::cxx(%s)" % expr
+
+
+def gen_body(c):
+    """The body of lci_<op> (inside try)."""
+    o = c.o
+    lines = []
+    if c.name in CUSTOM:
+        args = []
+        for a in c.positional:
+            args += [n for _, n in c_params(a, c.name)]
+        if c.has_args:
+            args.append("args")
+        if c.out:
+            args.append("out")
+        lines.append("return lci::capi::%s(%s);" % (c.name, ", ".join(args)))
+        return lines
+    ctor = []
+    post = []
+    for a in c.positional:
+        if a.type in SPLIT:
+            raise GenError("%s: argument %s of type %s needs a hand-written "
+                           "C form (gen_c.CUSTOM)" % (c.name, a.name, a.type))
+        base = a.type.rstrip("*")
+        if a.type.endswith("*") and base in HANDLE_TYPES:
+            # the C++ call empties the handle it frees: run it on a C++
+            # copy, then write the copy back
+            lines.append("lci::%s %s_v;" % (base, a.name))
+            lines.append("lci::%s* %s_p = nullptr;" % (base, a.name))
+            lines.append("if (%s) { %s_v = lci::capi::cxx(*%s); "
+                         "%s_p = &%s_v; }"
+                         % (a.name, a.name, a.name, a.name, a.name))
+            ctor.append("%s_p" % a.name)
+            post.append("if (%s) *%s = lci::capi::c(%s_v);"
+                        % (a.name, a.name, a.name))
+        else:
+            ctor.append(cxx_value(a, a.name))
+    x = "lci::%s_x" % c.name
+    default_call = "%s(%s).call()" % (x, ", ".join(ctor))
+    if o.ret == "void":
+        result = None
+    elif o.ret in SAME:
+        result = o.ret
+    else:
+        result = "lci::" + o.ret
+    if result:
+        lines.append("%s r;" % result)
+    assign = "r = " if result else ""
+    if c.has_args:
+        # no args: the plain call, whose defaults the compiler sees (the
+        # lean entry of a post is chosen at compile time)
+        lines.append("if (!args) {")
+        lines.append("  %s%s;" % (assign, default_call))
+        lines.append("} else {")
+        lines.append("  auto x = %s(%s);" % (x, ", ".join(ctor)))
+        for a in c.optional:
+            if a.type in SPLIT:
+                raise GenError("%s: optional %s of type %s needs a "
+                               "hand-written C form" % (c.name, a.name,
+                                                        a.type))
+            lines.append("  x.%s(%s);" % (a.name,
+                                          cxx_value(a, "args->" + a.name)))
+        for a in c.attrs:
+            _, _, test = attr_c_type(a, c.name)
+            val = "args->" + a.name
+            if a.type == "bool":
+                val = "args->%s != 0" % a.name
+            lines.append("  if (%s) x.%s(%s);" % (test.format(a.name), a.name,
+                                                  val))
+        lines.append("  %sx.call();" % assign)
+        lines.append("}")
+    else:
+        lines.append("%s%s;" % (assign, default_call))
+    lines += post
+    if o.ret == "void":
+        lines.append("return LCI_DONE;")
+    elif o.ret == "error_t":
+        lines.append("return lci::capi::c(r.errorcode);")
+    elif o.ret == "status_t":
+        lines.append("if (out) *out = lci::capi::c(r);")
+        lines.append("return lci::capi::c(r.error.errorcode);")
+    else:
+        lines.append("if (out) *out = lci::capi::c(r);")
+        lines.append("return LCI_DONE;")
+    return lines
+
+
+def gen_handles_hpp(handles):
+    """lci_c_handles.hpp: the conversions of the resource handles."""
+    out = ["// Generated by src/api/gen.py from src/api/spec.py. Do not edit: "
+           "change the spec.\n",
+           "// The resource handles between their C and C++ forms (the same "
+           "pointer);\n// included by src/capi/capi.hpp.\n",
+           "#ifndef LCI_C_HANDLES_HPP\n#define LCI_C_HANDLES_HPP\n\n",
+           "namespace lci::capi\n{\n\n"]
+    for n in handles:
+        out.append("inline %s_t cxx(lci_%s_t h)\n{\n  return %s_t("
+                   "reinterpret_cast<%s_impl_t*>(h));\n}\n" % (n, n, n, n))
+        out.append("inline lci_%s_t c(%s_t h)\n{\n  return "
+                   "reinterpret_cast<lci_%s_t>(h.p_impl);\n}\n" % (n, n, n))
+    out.append("\n}  // namespace lci::capi\n\n#endif  // LCI_C_HANDLES_HPP\n")
+    return "".join(out)
+
+
+def gen_cpp(ops, attr_getters):
+    out = ["// Generated by src/api/gen.py from src/api/spec.py. Do not edit: "
+           "change the spec.\n",
+           '#include "capi/capi.hpp"\n',
+           '#include "resource/resources.hpp"\n\n',
+           'extern "C" {\n\n']
+    for c in ops:
+        base = op_by_name(c.o.sugar[0]) if c.o.sugar else c.o
+        if base.lean:
+            # the posting calls: inline the OFF object's call() whole, so
+            # that with args == NULL its default tests fold and the lean
+            # entry is called directly (the compiler's size heuristics
+            # would otherwise keep call() out of line for the big object)
+            out.append("__attribute__((flatten))\n")
+        out.append("%s\n{\n  try {\n" % c.proto())
+        for line in gen_body(c):
+            out.append("    %s\n" % line)
+        if c.o.ret == "status_t":
+            # `*out` is always written: a failed call's status carries its
+            # code like a failed communication's
+            out.append('  } catch (...) {\n'
+                       '    return lci::capi::fail_status("lci_%s", out);\n'
+                       '  }\n}\n\n' % c.name)
+        else:
+            out.append('  } catch (...) {\n'
+                       '    return lci::capi::fail("lci_%s");\n  }\n}\n\n'
+                       % c.name)
+    for res, a in attr_getters:
+        out.append("lci_error_t lci_%s_get_attr_%s(lci_%s_t %s, %s* out)\n{\n"
+                   "  try {\n" % (res, a.name, res, res, attr_getter_type(a)))
+        out.append("    const lci::%s_t h = lci::capi::cxx(%s);\n"
+                   % (res, res))
+        if a.type == "std::string":
+            # the getter checks the handle; the string lives in the resource
+            out.append("    (void)h.get_attr_%s();\n" % a.name)
+            out.append("    if (out) *out = h.p_impl->attr.%s.c_str();\n"
+                       % a.name)
+        else:
+            out.append("    const auto r = h.get_attr_%s();\n" % a.name)
+            out.append("    if (out) *out = lci::capi::c(r);\n")
+        out.append('    return LCI_DONE;\n  } catch (...) {\n'
+                   '    return lci::capi::fail("lci_%s_get_attr_%s");\n'
+                   '  }\n}\n\n' % (res, a.name))
+    out.append('}  // extern "C"\n')
+    return "".join(out)
+
+
+def c_ops(expanded_args, resource):
+    return [COp(o, expanded_args,
+                resource(o.attrs_of).attrs if o.attrs_of else [])
+            for o in spec.OPS]
+
+
+def attr_getters(handles, resource):
+    return [(n, a) for n in handles for a in resource(n).attrs]
+
+
+def generate(expanded_args, resource, handles):
+    """(lci_c_binding.h, lci_c_binding.cpp, lci_c_handles.hpp) texts."""
+    global HANDLE_TYPES
+    HANDLE_TYPES = FIXED_HANDLE_TYPES | {n + "_t" for n in handles}
+    ops = c_ops(expanded_args, resource)
+    getters = attr_getters(handles, resource)
+    return (gen_header(ops, getters, handles), gen_cpp(ops, getters),
+            gen_handles_hpp(handles))
