@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <exception>
 #include <cstdlib>
 
 namespace kmer
@@ -624,6 +625,30 @@ void progress_t::tick(uint64_t done, uint64_t total, const char* unit)
     std::fprintf(stderr, "kmer: %s: %" PRIu64 " %s, %.1f s\n", phase_, done,
                  unit, t);
   std::fflush(stderr);
+}
+
+int finish_output(const char* prog, const options_t& opt, const summary_t& s,
+                  const std::vector<uint64_t>& hist, uint64_t lowest)
+{
+  print_summary(opt, s, hist, lowest);
+  try {
+    std::string histo = opt.histo_path;
+    if (histo.empty() && !opt.plot_path.empty())
+      histo = opt.plot_path + ".histo";
+    if (!histo.empty()) write_histo(histo, hist, lowest);
+    if (!opt.plot_path.empty()) {
+      std::string err = plot_histo(histo, opt.plot_path, plot_title(opt));
+      if (histo != opt.histo_path) std::remove(histo.c_str());
+      if (!err.empty()) {
+        std::fprintf(stderr, "%s: %s\n", prog, err.c_str());
+        return 1;
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", prog, e.what());
+    return 1;
+  }
+  return 0;
 }
 
 void print_summary(const options_t& opt, const summary_t& s,

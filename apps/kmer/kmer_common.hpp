@@ -451,6 +451,10 @@ struct summary_t {
 };
 void print_summary(const options_t& opt, const summary_t& s,
                    const std::vector<uint64_t>& hist, uint64_t lowest);
+// Rank 0's output: the summary, then --histo and --plot if asked. Returns
+// the exit status; an error is printed prefixed with `prog`.
+int finish_output(const char* prog, const options_t& opt, const summary_t& s,
+                  const std::vector<uint64_t>& hist, uint64_t lowest);
 
 }  // namespace kmer
 

@@ -378,25 +378,7 @@ int run(app_t& a)
   s.note = "lci: a full buffer (" + std::to_string(a.cap) + " B) travels " +
            (a.cap <= eager ? "eager" : "by rendezvous") + "; eager up to " +
            std::to_string(eager) + " B";
-  print_summary(a.opt, s, hist, lowest);
-  try {
-    std::string histo = a.opt.histo_path;
-    if (histo.empty() && !a.opt.plot_path.empty())
-      histo = a.opt.plot_path + ".histo";
-    if (!histo.empty()) write_histo(histo, hist, lowest);
-    if (!a.opt.plot_path.empty()) {
-      std::string err = plot_histo(histo, a.opt.plot_path, plot_title(a.opt));
-      if (histo != a.opt.histo_path) std::remove(histo.c_str());
-      if (!err.empty()) {
-        std::fprintf(stderr, "kmer: %s\n", err.c_str());
-        return 1;
-      }
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "kmer: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  return finish_output("kmer", a.opt, s, hist, lowest);
 }
 
 }  // namespace

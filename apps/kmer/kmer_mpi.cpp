@@ -322,25 +322,7 @@ int run(app_t& a)
   if (a.rank != 0) return 0;
   summary_t s{"mpi",    a.nranks, 1,      stats[0], stats[1],
               stats[2], all[0],   all[1], phases,   ""};
-  print_summary(a.opt, s, hist, lowest);
-  try {
-    std::string histo = a.opt.histo_path;
-    if (histo.empty() && !a.opt.plot_path.empty())
-      histo = a.opt.plot_path + ".histo";
-    if (!histo.empty()) write_histo(histo, hist, lowest);
-    if (!a.opt.plot_path.empty()) {
-      std::string err = plot_histo(histo, a.opt.plot_path, plot_title(a.opt));
-      if (histo != a.opt.histo_path) std::remove(histo.c_str());
-      if (!err.empty()) {
-        std::fprintf(stderr, "kmer_mpi: %s\n", err.c_str());
-        return 1;
-      }
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "kmer_mpi: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  return finish_output("kmer_mpi", a.opt, s, hist, lowest);
 }
 
 }  // namespace

@@ -20,17 +20,8 @@ set(consumer_build ${WORK_DIR}/consumer-build)
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 
-function(run what)
-  string(REPLACE ";" " " shown "${ARGN}")
-  message(STATUS "[install check] ${what}: ${shown}")
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc
-                  OUTPUT_VARIABLE out ERROR_VARIABLE out)
-  message("${out}")
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "[install check] ${what} failed (${rc})")
-  endif()
-  set(run_output "${out}" PARENT_SCOPE)
-endfunction()
+set(check_name "install check")
+include(${CMAKE_CURRENT_LIST_DIR}/run_step.cmake)
 
 # 1. install
 set(config_args)
