@@ -199,6 +199,11 @@ class hybrid_device_t final : public device_t
     return n;
   }
 
+  // work either part still does for peers on its own (the native part's
+  // fallback reads for a peer's get): the device is not drained until both
+  // are done
+  bool busy() override { return local_->busy() || remote_->busy(); }
+
   // "local ranks 0 2; local {...} remote {...}": the ranks reached
   // through the local backend, then each side's own summary
   std::string debug_state() override
