@@ -78,23 +78,9 @@ SlurmctldPidFile=$c/slurmctld.pid
 SlurmdPidFile=$c/slurmd.%n.pid
 SlurmctldLogFile=$c/slurmctld.log
 SlurmdLogFile=$c/slurmd.%n.log
-SlurmdParameters=config_overrides
-ProctrackType=proctrack/pgid
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-SwitchType=switch/none
-MpiDefault=none
-SchedulerType=sched/backfill
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-ReturnToService=2
-KillWait=5
-InactiveLimit=0
-MinJobAge=10
 TmpFS=$dir/local/self
 CONF
+  grep -v '^#' "$here/../slurm/common.conf"
   i=0
   while [ $i -lt "$hosts" ]; do
     echo "NodeName=node$i NodeAddr=10.213.7.$((i + 1)) CPUs=4 RealMemory=1000 State=UNKNOWN"

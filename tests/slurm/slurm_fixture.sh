@@ -34,6 +34,7 @@
 # 10 s), and removes the directory. It fails if any of them is still
 # running. It is safe to run twice, or after a failed start.
 set -u
+here=$(cd "$(dirname "$0")" && pwd)
 # this script's own children must not look like the cluster's processes
 unset SLURM_CONF
 
@@ -261,21 +262,7 @@ SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.log
 SlurmctldDebug=info
 SlurmdDebug=info
-SlurmdParameters=config_overrides
-ProctrackType=proctrack/pgid
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-SwitchType=switch/none
-MpiDefault=none
-SchedulerType=sched/backfill
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-ReturnToService=2
-KillWait=5
-InactiveLimit=0
-MinJobAge=10
+$(grep -v '^#' "$here/common.conf")
 TmpFS=$dir
 NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=1000 State=UNKNOWN
 PartitionName=lci Nodes=$host Default=YES MaxTime=10 State=UP
