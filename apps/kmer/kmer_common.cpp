@@ -9,8 +9,9 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
-#include <exception>
 #include <cstdlib>
+#include <cstring>
+#include <exception>
 
 namespace kmer
 {
@@ -625,6 +626,19 @@ void progress_t::tick(uint64_t done, uint64_t total, const char* unit)
     std::fprintf(stderr, "kmer: %s: %" PRIu64 " %s, %.1f s\n", phase_, done,
                  unit, t);
   std::fflush(stderr);
+}
+
+std::string write_kmers(const std::string& path, bool first,
+                        const count_table_t& table, int k, uint64_t lowest)
+{
+  std::FILE* f = std::fopen(path.c_str(), first ? "w" : "a");
+  if (!f) return path + ": cannot write: " + std::strerror(errno);
+  table.for_each([&](u128 v, uint64_t c) {
+    if (c >= lowest)
+      std::fprintf(f, "%s %" PRIu64 "\n", kmer_to_string(v, k).c_str(), c);
+  });
+  if (std::fclose(f) != 0) return path + ": write error";
+  return "";
 }
 
 int finish_output(const char* prog, const options_t& opt, const summary_t& s,

@@ -451,6 +451,11 @@ struct summary_t {
 };
 void print_summary(const options_t& opt, const summary_t& s,
                    const std::vector<uint64_t>& hist, uint64_t lowest);
+// One rank's share of --output: its k-mers counted at least `lowest`
+// times, "KMER COUNT" per line, into `path` (truncated when `first`, else
+// appended). "" or the error.
+std::string write_kmers(const std::string& path, bool first,
+                        const count_table_t& table, int k, uint64_t lowest);
 // Rank 0's output: the summary, then --histo and --plot if asked. Returns
 // the exit status; an error is printed prefixed with `prog`.
 int finish_output(const char* prog, const options_t& opt, const summary_t& s,

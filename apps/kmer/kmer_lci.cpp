@@ -301,16 +301,9 @@ void write_output(app_t& a, uint64_t lowest)
   // the ranks append their k-mers in turn
   for (int r = 0; r < a.nranks; ++r) {
     if (r == a.rank) {
-      std::FILE* f = std::fopen(a.opt.output_path.c_str(), r ? "a" : "w");
-      if (!f)
-        die(a.rank,
-            a.opt.output_path + ": cannot write: " + std::strerror(errno));
-      a.owner.table.for_each([&](u128 v, uint64_t c) {
-        if (c >= lowest)
-          std::fprintf(f, "%s %" PRIu64 "\n",
-                       kmer_to_string(v, a.opt.k).c_str(), c);
-      });
-      if (std::fclose(f) != 0) die(a.rank, a.opt.output_path + ": write error");
+      std::string err = write_kmers(a.opt.output_path, r == 0, a.owner.table,
+                                    a.opt.k, lowest);
+      if (!err.empty()) die(a.rank, err);
     }
     lci::barrier();
   }
