@@ -220,9 +220,17 @@ class worker_t
     a_.processed.fetch_add(1);
   }
 
+  // Progresses this thread's device and handles up to `max` incoming
+  // buffers. Thread 0 also progresses the default device, where the
+  // barrier between the passes runs: a rank that has left that barrier may
+  // still have its last barrier message to a peer queued there (a tcp send
+  // the socket did not take at once), and that peer stays in the barrier
+  // until someone here progresses it, while this rank's workers wait for
+  // the peer's data.
   void serve(int max)
   {
     lci::error_t e = lci::progress_x().device(dev_)();
+    if (tid_ == 0) e = lci::progress();
     (void)e;
     for (int i = 0; i < max; ++i) {
       lci::status_t s = lci::cq_pop(a_.rcq);

@@ -153,3 +153,20 @@ foreach(flavor IN LISTS kmer_mpi_flavors)
     -- ${kmer_launch_${flavor}} $<TARGET_FILE:kmer_mpi_${flavor}>
     -k 31 ${kmer_data}/reads.fq ${kmer_data}/badchar.fq)
 endforeach()
+
+# Across hosts (the multi-host fixture of tests/multihost, label
+# multihost): 2 hosts x 2 ranks x 2 threads under hydra, so k-mers cross
+# both native shared memory (ranks of one host) and libfabric tcp between
+# the hosts; the histogram must equal the serial count.
+if(TARGET mh_host_failure AND kmer_full)
+  set(out ${CMAKE_CURRENT_BINARY_DIR}/hosts_2x2.histo)
+  add_test(NAME kmer.hosts_hydra_2x2 COMMAND ${kmer_sh} run
+    --need ${velvet}/reads.fq.gz --histo ${out} ${ref31} 2 --timeout 200
+    -- sh ${PROJECT_SOURCE_DIR}/tests/multihost/run.sh
+    ${PROJECT_BINARY_DIR}/tests/multihost/hosts hydra 2 2
+    ${kmer_bin} -k 31 -t 2 --agg 8K --histo ${out} ${velvet}/reads.fq.gz)
+  set_tests_properties(kmer.hosts_hydra_2x2 PROPERTIES
+    LABELS "kmer;multihost" TIMEOUT 240 SKIP_RETURN_CODE 77
+    FIXTURES_REQUIRED "kmer_data;kmer_ref;multihost_hosts"
+    RESOURCE_LOCK multihost ENVIRONMENT "LCI_MULTIHOST_TIMEOUT=180")
+endif()
