@@ -9,15 +9,22 @@
 # Every run's histogram must equal the others' of its k.
 #
 #   apps/kmer/bench.sh [--build DIR] [--reps N] [--out DIR] [--mpi NAME]
-#                      [--smoke]
+#                      [--hosts] [--smoke]
 #     --build DIR  build tree (default build/release, else build/debug)
 #     --reps N     repetitions (default 5)
 #     --out DIR    CSV, histograms and the summary (default
 #                  /tmp/kmer-bench.<pid>)
 #     --mpi NAME   MPI library of the reference: mpich (default, launched
 #                  with mpiexec.hydra) or openmpi (mpirun)
+#     --hosts      across two hosts (network namespaces built by
+#                  tests/multihost/hosts.sh, removed on exit; needs root):
+#                  ours with 1 rank x 1 thread and 1 rank x 2 threads on
+#                  each of node0 and node1 under hydra, the MPI reference
+#                  (MPICH over UCX's tcp) with 1 rank on each
 #     --smoke      one small point, once (velvet's read1, k = 31, 8 KiB):
 #                  checks that the script works, measures nothing
+# Besides the CSV and the summary, OUT/kmer.png plots the medians (with
+# /usr/bin/python3's matplotlib; skipped without it).
 # Run it on a quiet machine: other load makes the numbers meaningless.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,6 +34,7 @@ reps=5
 out=/tmp/kmer-bench.$$
 mpi=mpich
 smoke=0
+hosts=0
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -34,6 +42,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --mpi) mpi=$2; shift 2 ;;
     --smoke) smoke=1; shift ;;
+    --hosts) hosts=1; shift ;;
     *) echo "bench.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -41,12 +50,25 @@ if [ -z "$build" ]; then
   build=$root/build/release
   [ -x "$build/apps/kmer/kmer" ] || build=$root/build/debug
 fi
+build=$(cd "$build" && pwd)  # the hosts' remote shells start elsewhere
 kmer=$build/apps/kmer/kmer
 kmer_mpi=$build/apps/kmer/kmer_mpi_$mpi
 lcrun=$build/tools/lcrun/lcrun
 for f in "$kmer" "$kmer_mpi" "$lcrun"; do
   [ -x "$f" ] || { echo "bench.sh: $f is not built" >&2; exit 1; }
 done
+if [ "$hosts" = 1 ]; then
+  [ "$mpi" = mpich ] || { echo "bench.sh: --hosts runs MPICH only" >&2; exit 2; }
+  hdir=$(mktemp -d /tmp/kmer-hosts.XXXXXX)
+  trap 'sh "$root/tests/multihost/hosts.sh" down "$hdir" >/dev/null' EXIT
+  trap 'exit 130' INT TERM HUP
+  sh "$root/tests/multihost/hosts.sh" up 2 "$hdir" >/dev/null || exit 1
+  # one rank on each host, launched from the host "head"; the library
+  # finds the hosts' interface itself, UCX is told (the hosts' decoy
+  # interfaces, hosts.sh, send it to a subnet that reaches nobody)
+  hydra="nsenter -t $(cat "$hdir/head.pid") -n -u -m -- /usr/bin/mpiexec.hydra -launcher ssh -launcher-exec $hdir/enter -hosts node0,node1 -n 2"
+  unset FI_TCP_IFACE FI_SOCKETS_IFACE
+fi
 case $mpi in
   mpich) mpirun="$root/tools/lo-netns /usr/bin/mpiexec.hydra -launcher fork -iface lo" ;;
   openmpi)
@@ -83,6 +105,9 @@ run() {
     lci_2x1) set -- "$lcrun" -n 2 --timeout 900 "$kmer" -t 1 ;;
     lci_1x2) set -- "$lcrun" -n 1 --timeout 900 "$kmer" -t 2 ;;
     mpi_2) set -- $mpirun -n 2 "$kmer_mpi" ;;
+    lci_hosts_1t) set -- $hydra "$kmer" -t 1 ;;
+    lci_hosts_2t) set -- $hydra "$kmer" -t 2 ;;
+    mpi_hosts) set -- env UCX_TLS=tcp,self UCX_NET_DEVICES=eth0 $hydra "$kmer_mpi" ;;
   esac
   log=$out/$config.k$k.a$agg.r$rep.log
   if ! "$@" -k "$k" --agg "$agg" --progress 0 --histo "$histo" $inputs \
@@ -106,7 +131,9 @@ run() {
   tail -n 1 "$csv"
 }
 
+# the MPI reference last: the ratios are to it
 configs="lci_2x1 lci_1x2 mpi_2"
+[ "$hosts" = 1 ] && configs="lci_hosts_1t lci_hosts_2t mpi_hosts"
 i=0
 while [ "$i" -lt "$reps" ]; do
   i=$((i + 1))
@@ -125,21 +152,25 @@ while [ "$i" -lt "$reps" ]; do
   done
 done
 
-python3 - "$csv" <<'EOF' | tee "$out/summary.txt"
+python3 - "$csv" $configs <<'EOF' | tee "$out/summary.txt"
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
+configs = sys.argv[2:]
+ref = configs[-1]
 points = {}
 for r in rows:
     points.setdefault((int(r["k"]), r["agg"]), {}).setdefault(
         r["config"], []).append(float(r["total"]))
 print("median time to solution (s) over %d runs; ratio = ours / MPI"
       % max(len(v) for p in points.values() for v in p.values()))
-print("%3s %5s %9s %9s %9s %8s %8s" % ("k", "agg", "lci_2x1", "lci_1x2",
-                                       "mpi_2", "2x1/mpi", "1x2/mpi"))
+print("%3s %5s" % ("k", "agg") + "".join(" %12s" % c for c in configs) +
+      "".join(" %16s" % (c + "/mpi") for c in configs[:-1]))
 for (k, agg), p in sorted(points.items()):
     m = {c: statistics.median(v) for c, v in p.items()}
-    print("%3d %5s %9.3f %9.3f %9.3f %8.2f %8.2f" % (
-        k, agg, m["lci_2x1"], m["lci_1x2"], m["mpi_2"],
-        m["lci_2x1"] / m["mpi_2"], m["lci_1x2"] / m["mpi_2"]))
+    print("%3d %5s" % (k, agg) + "".join(" %12.3f" % m[c] for c in configs) +
+          "".join(" %16.2f" % (m[c] / m[ref]) for c in configs[:-1]))
 EOF
+if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+  /usr/bin/python3 "$here/plot_bench.py" "$csv" "$out/kmer.png" $configs
+fi
 echo "bench.sh: CSV $csv, summary $out/summary.txt"
