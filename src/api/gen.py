@@ -5,7 +5,8 @@ usage: gen.py OUT_DIR            writes OUT_DIR/lci_binding.hpp, lci_binding.cpp
                                  and the C interface (gen_c.py):
                                  lci_c_binding.h, lci_c_binding.cpp,
                                  lci_c_handles.hpp
-       gen.py --doc FILE         writes the attribute reference (Markdown)
+
+The reference page (docs/REFERENCE.md) is gen_ref.py's.
 """
 import os
 import sys
@@ -271,30 +272,6 @@ def gen_cpp():
     return "".join(out)
 
 
-def gen_doc():
-    out = ["# Attributes\n\n",
-           "Generated from `src/api/spec.py` by `python3 src/api/gen.py --doc "
-           "docs/ATTRIBUTES.md`.\n\n",
-           "Each value is taken from the allocating call's setter (e.g. "
-           "`alloc_device_x().net_max_sends(64)()`), else from the "
-           "environment variable, else the default. A value that does not "
-           "parse is an error (`lci::fatal_error`) naming the variable.\n\n"]
-    for r in spec.RESOURCES:
-        out.append("## %s\n\n%s\n\n| attribute | environment | default | "
-                   "meaning |\n|---|---|---|---|\n" % (r.name, r.doc))
-        for a in r.attrs:
-            d = a.default
-            if a.type == "bool":
-                d = "true" if d else "false"
-            if a.type == "uint64_t":
-                d = hex(d)
-            extra = (" (one of: %s)" % ", ".join(a.choices)) if a.choices else ""
-            out.append("| %s | LCI_ATTR_%s | %s | %s%s |\n"
-                       % (a.name, a.name.upper(), d, a.help, extra))
-        out.append("\n")
-    return "".join(out)
-
-
 def write_if_changed(path, text):
     if os.path.exists(path) and open(path).read() == text:
         return
@@ -303,9 +280,6 @@ def write_if_changed(path, text):
 
 
 def main(argv):
-    if len(argv) == 3 and argv[1] == "--doc":
-        write_if_changed(argv[2], gen_doc())
-        return 0
     if argv[1:2] in (["-h"], ["--help"]):
         sys.stdout.write(__doc__)
         return 0
