@@ -87,7 +87,7 @@ RESOURCES = [
              "(no system call; the target's progress does the second copy). "
              "Below 64 KiB the rings win whether the two cores share a "
              "cache or not; above, only when they do "
-             "(docs/PERFORMANCE.md)"),
+             "(docs/PERFORMANCE_LOG.md)"),
         attr("bool", "shm_membarrier", True,
              "native shm backend: senders write a message's stamp with a "
              "plain store and a receiver that stops polling an idle ring "
