@@ -11,7 +11,7 @@ The table lies between the page's `<!-- headline:begin -->` and
 (docs/PERFORMANCE_LOG.md has the run: command, machine, method): the raw
 file it comes from, which rows of it, and how the ratio is formed, the
 same way as the log's section does, so the table repeats the log's
-figures. A newer run of the same figure replaces the row's source (ROWS
+figures. A newer run of the same figure replaces the row's run (RUNS
 below); nothing here measures. Python 3 standard library only.
 """
 import argparse
@@ -143,109 +143,87 @@ SHM = "one node (native shm)"
 OFI_SHM = "one node (libfabric shm)"
 HOSTS = "two hosts (tcp over veth)"
 LOG = "PERFORMANCE_LOG.md"
+MPIS = ["mpich", "openmpi"]
 
-# (group, measure, unit, lower is better, digits, figure, commit and date,
-#  raw file, the start of the log's section heading)
+# The runs the table draws on: (where, commit and date, raw file, the
+# start of the log's section heading).
+RUNS = {
+    "lean": (SHM, "efd717c, 2026-11-25",
+             "native_shm_lean_progress.rotations.csv",
+             "Native shm backend with the shorter progress call"),
+    "rma": (SHM, "b6ce070, 2026-11-25",
+            "native_shm_small_rma_bandwidth.results.csv",
+            "Native shm RMA: small transfers"),
+    "threads": (OFI_SHM, "3e1a5a5, 2026-11-24", "msgrate-threads.results.csv",
+                "Threads through loopback"),
+    "coll": (OFI_SHM, "41b94df, 2026-11-24", "coll_n2.csv",
+             "Collectives (commit 41b94df"),
+    "hosts": (HOSTS, "02e705f, 2026-11-26", "multihost_2026-11-26.csv",
+              "Across two hosts"),
+    "capi": (SHM, "02e705f, 2026-11-26", "capi_2026-11-26.csv",
+             "Across two hosts"),
+    "kmer": (SHM, "02e705f, 2026-11-26", "kmer_2026-11-26.csv",
+             "Across two hosts"),
+}
+
+KIB, MIB = 1 << 10, 1 << 20
+
+# (run, measure, unit, lower is better, digits, figure(raw file))
 ROWS = [
-    (SHM, "8 B ping-pong, active message, half round trip", "us", True, 3,
-     lambda: rotations("native_shm_lean_progress.rotations.csv", "pingpong8",
-                       "lci_am", ["openmpi", "mpich"], True),
-     "efd717c, 2026-11-25", "native_shm_lean_progress.rotations.csv",
-     "Native shm backend with the shorter progress call"),
-    (SHM, "8 B ping-pong, send/recv", "us", True, 3,
-     lambda: rotations("native_shm_lean_progress.rotations.csv", "pingpong8",
-                       "lci_sendrecv", ["openmpi", "mpich"], True),
-     "efd717c, 2026-11-25", "native_shm_lean_progress.rotations.csv",
-     "Native shm backend with the shorter progress call"),
-    (SHM, "8 B ping-pong, active message, against UCX `ucx_perftest -t tag_lat`",
-     "us", True, 3,
-     lambda: rotations("native_shm_lean_progress.rotations.csv", "pingpong8",
-                       "lci_am", ["ucx"], True),
-     "efd717c, 2026-11-25", "native_shm_lean_progress.rotations.csv",
-     "Native shm backend with the shorter progress call"),
-    (SHM, "8 B message rate, active-message stream, window 64 "
+    ("lean", "8 B ping-pong, active message, half round trip", "us", True, 3,
+     lambda f: rotations(f, "pingpong8", "lci_am", ["openmpi", "mpich"],
+                         True)),
+    ("lean", "8 B ping-pong, send/recv", "us", True, 3,
+     lambda f: rotations(f, "pingpong8", "lci_sendrecv",
+                         ["openmpi", "mpich"], True)),
+    ("lean", "8 B ping-pong, active message, against UCX "
+     "`ucx_perftest -t tag_lat`", "us", True, 3,
+     lambda f: rotations(f, "pingpong8", "lci_am", ["ucx"], True)),
+    ("lean", "8 B message rate, active-message stream, window 64 "
      "(MPI: send/recv)", "M msgs/s", False, 1,
-     lambda: rotations("native_shm_lean_progress.rotations.csv", "stream8_w64",
-                       "lci_am", ["openmpi", "mpich"], False, scale=1 / 8),
-     "efd717c, 2026-11-25", "native_shm_lean_progress.rotations.csv",
-     "Native shm backend with the shorter progress call"),
-    (SHM, "bandwidth send/recv, 16 KiB, window 64", "GB/s", False, 2,
-     lambda: results("native_shm_small_rma_bandwidth.results.csv",
-                     "bandwidth", 16384, ["mpich", "openmpi", "fi"], False,
-                     True, scale=1e-3, op="sendrecv"),
-     "b6ce070, 2026-11-25", "native_shm_small_rma_bandwidth.results.csv",
-     "Native shm RMA: small transfers"),
-    (SHM, "bandwidth send/recv, 1 MiB, window 64", "GB/s", False, 2,
-     lambda: results("native_shm_small_rma_bandwidth.results.csv",
-                     "bandwidth", 1 << 20, ["mpich", "openmpi", "fi"], False,
-                     True, scale=1e-3, op="sendrecv"),
-     "b6ce070, 2026-11-25", "native_shm_small_rma_bandwidth.results.csv",
-     "Native shm RMA: small transfers"),
-    (SHM, "bandwidth send/recv, 16 MiB, window 64", "GB/s", False, 2,
-     lambda: results("native_shm_small_rma_bandwidth.results.csv",
-                     "bandwidth", 16 << 20, ["mpich", "openmpi", "fi"], False,
-                     True, scale=1e-3, op="sendrecv"),
-     "b6ce070, 2026-11-25", "native_shm_small_rma_bandwidth.results.csv",
-     "Native shm RMA: small transfers"),
-    (OFI_SHM, "8 B message rate, 1 rank x 2 threads, a device each",
+     lambda f: rotations(f, "stream8_w64", "lci_am", ["openmpi", "mpich"],
+                         False, scale=1 / 8)),
+] + [
+    ("rma", "bandwidth send/recv, %s, window 64" % label, "GB/s", False, 2,
+     lambda f, size=size: results(f, "bandwidth", size, MPIS + ["fi"], False,
+                                  True, scale=1e-3, op="sendrecv"))
+    for label, size in (("16 KiB", 16 * KIB), ("1 MiB", MIB),
+                        ("16 MiB", 16 * MIB))
+] + [
+    ("threads", "8 B message rate, 1 rank x 2 threads, a device each",
      "M msgs/s", False, 2,
-     lambda: results("msgrate-threads.results.csv", "msgrate", 8,
-                     ["mpich", "openmpi"], False, True, scale=1e-6,
-                     mode="thread-dedicated", threads=2),
-     "3e1a5a5, 2026-11-24", "msgrate-threads.results.csv",
-     "Threads through loopback"),
-    (OFI_SHM, "barrier, 2 ranks", "us", True, 2,
-     lambda: collective("coll_n2.csv", "barrier", 0),
-     "41b94df, 2026-11-24", "coll_n2.csv",
-     "Collectives (commit 41b94df"),
-    (OFI_SHM, "allreduce, 8 B, 2 ranks (best LCI algorithm)", "us", True, 2,
-     lambda: collective("coll_n2.csv", "allreduce", 8),
-     "41b94df, 2026-11-24", "coll_n2.csv",
-     "Collectives (commit 41b94df"),
-    (OFI_SHM, "allreduce, 1 MiB, 2 ranks (best LCI algorithm)", "us", True, 1,
-     lambda: collective("coll_n2.csv", "allreduce", 1 << 20),
-     "41b94df, 2026-11-24", "coll_n2.csv",
-     "Collectives (commit 41b94df"),
-    (OFI_SHM, "alltoall, 1 MiB, 2 ranks", "us", True, 1,
-     lambda: collective("coll_n2.csv", "alltoall", 1 << 20),
-     "41b94df, 2026-11-24", "coll_n2.csv",
-     "Collectives (commit 41b94df"),
-    (HOSTS, "8 B ping-pong, send/recv, half round trip", "us", True, 2,
-     lambda: results("multihost_2026-11-26.csv", "latency", 8,
-                     ["mpich", "openmpi"], True, False),
-     "02e705f, 2026-11-26", "multihost_2026-11-26.csv",
-     "Across two hosts"),
-    (HOSTS, "8 B message rate, 2 threads a rank, a device each, window 64",
+     lambda f: results(f, "msgrate", 8, MPIS, False, True, scale=1e-6,
+                       mode="thread-dedicated", threads=2)),
+] + [
+    ("coll", measure, "us", True, digits,
+     lambda f, coll=coll, size=size: collective(f, coll, size))
+    for measure, coll, size, digits in (
+        ("barrier, 2 ranks", "barrier", 0, 2),
+        ("allreduce, 8 B, 2 ranks (best LCI algorithm)", "allreduce", 8, 2),
+        ("allreduce, 1 MiB, 2 ranks (best LCI algorithm)", "allreduce", MIB,
+         1),
+        ("alltoall, 1 MiB, 2 ranks", "alltoall", MIB, 1))
+] + [
+    ("hosts", "8 B ping-pong, send/recv, half round trip", "us", True, 2,
+     lambda f: results(f, "latency", 8, MPIS, True, False)),
+    ("hosts", "8 B message rate, 2 threads a rank, a device each, window 64",
      "M msgs/s", False, 3,
-     lambda: results("multihost_2026-11-26.csv", "msgrate", 8,
-                     ["mpich", "openmpi"], False, False, scale=1e-6,
-                     mode="thread-dedicated"),
-     "02e705f, 2026-11-26", "multihost_2026-11-26.csv",
-     "Across two hosts"),
-    (HOSTS, "bandwidth send/recv, 1 MiB, window 64", "GB/s", False, 2,
-     lambda: results("multihost_2026-11-26.csv", "bandwidth", 1 << 20,
-                     ["mpich", "openmpi"], False, False, scale=1e-3),
-     "02e705f, 2026-11-26", "multihost_2026-11-26.csv",
-     "Across two hosts"),
-    (HOSTS, "bandwidth send/recv, 16 MiB, window 64", "GB/s", False, 2,
-     lambda: results("multihost_2026-11-26.csv", "bandwidth", 16 << 20,
-                     ["mpich", "openmpi"], False, False, scale=1e-3),
-     "02e705f, 2026-11-26", "multihost_2026-11-26.csv",
-     "Across two hosts"),
-    (SHM, "C interface: 8 B active-message round trips, against the C++ "
+     lambda f: results(f, "msgrate", 8, MPIS, False, False, scale=1e-6,
+                       mode="thread-dedicated")),
+] + [
+    ("hosts", "bandwidth send/recv, %s, window 64" % label, "GB/s", False, 2,
+     lambda f, size=size: results(f, "bandwidth", size, MPIS, False, False,
+                                  scale=1e-3))
+    for label, size in (("1 MiB", MIB), ("16 MiB", 16 * MIB))
+] + [
+    ("capi", "C interface: 8 B active-message round trips, against the C++ "
      "interface", "M round trips/s", False, 2,
-     lambda: capi("capi_2026-11-26.csv", scale=1e-6),
-     "02e705f, 2026-11-26", "capi_2026-11-26.csv",
-     "Across two hosts"),
-    (SHM, "k-mer counting, k = 31, 8 KiB aggregation, 1 process x 2 threads "
-     "(MPI: 2 processes), time to solution", "s", True, 2,
-     lambda: kmer("kmer_2026-11-26.csv", 31, "8K", "lci_1x2"),
-     "02e705f, 2026-11-26", "kmer_2026-11-26.csv",
-     "Across two hosts"),
-    (SHM, "k-mer counting, k = 51, same", "s", True, 2,
-     lambda: kmer("kmer_2026-11-26.csv", 51, "8K", "lci_1x2"),
-     "02e705f, 2026-11-26", "kmer_2026-11-26.csv",
-     "Across two hosts"),
+     lambda f: capi(f, scale=1e-6)),
+    ("kmer", "k-mer counting, k = 31, 8 KiB aggregation, 1 process x 2 "
+     "threads (MPI: 2 processes), time to solution", "s", True, 2,
+     lambda f: kmer(f, 31, "8K", "lci_1x2")),
+    ("kmer", "k-mer counting, k = 51, same", "s", True, 2,
+     lambda f: kmer(f, 51, "8K", "lci_1x2")),
 ]
 
 
@@ -270,9 +248,9 @@ def table():
     out = ["| where | measure | unit | LCI | peers | LCI vs best peer "
            "| commit, date | raw rows |\n",
            "|---|---|---|---|---|---|---|---|\n"]
-    for (group, measure, unit, lower, digits, fig, when, raw,
-         section) in ROWS:
-        f = fig()
+    for run, measure, unit, lower, digits, fig in ROWS:
+        group, when, raw, section = RUNS[run]
+        f = fig(raw)
         peers = ", ".join("%s %s" % (PEER_NAMES.get(p, p), number(v, digits))
                           for p, v in f.peers.items())
         out.append("| %s | [%s](%s#%s) | %s%s | %s | %s | **%.2f** (%s) "
