@@ -279,24 +279,33 @@ def write_if_changed(path, text):
         f.write(text)
 
 
-def main(argv):
+def one_argument(argv, doc):
+    """(the argument, None) of a generator's command line that takes one,
+    else (None, exit status) after printing `doc` (-h/--help: to stdout)."""
     if argv[1:2] in (["-h"], ["--help"]):
-        sys.stdout.write(__doc__)
-        return 0
+        sys.stdout.write(doc)
+        return None, 0
     if len(argv) != 2 or argv[1].startswith("-"):
-        sys.stderr.write(__doc__)
-        return 2
-    os.makedirs(argv[1], exist_ok=True)
-    write_if_changed(os.path.join(argv[1], "lci_binding.hpp"), gen_hpp())
-    write_if_changed(os.path.join(argv[1], "lci_binding.cpp"), gen_cpp())
+        sys.stderr.write(doc)
+        return None, 2
+    return argv[1], None
+
+
+def main(argv):
+    out_dir, status = one_argument(argv, __doc__)
+    if out_dir is None:
+        return status
+    os.makedirs(out_dir, exist_ok=True)
+    write_if_changed(os.path.join(out_dir, "lci_binding.hpp"), gen_hpp())
+    write_if_changed(os.path.join(out_dir, "lci_binding.cpp"), gen_cpp())
     try:
         c_h, c_cpp, c_hpp = gen_c.generate(expanded_args, resource, HANDLES)
     except gen_c.GenError as e:
         sys.stderr.write("gen.py: the C interface: %s\n" % e)
         return 1
-    write_if_changed(os.path.join(argv[1], "lci_c_binding.h"), c_h)
-    write_if_changed(os.path.join(argv[1], "lci_c_binding.cpp"), c_cpp)
-    write_if_changed(os.path.join(argv[1], "lci_c_handles.hpp"), c_hpp)
+    write_if_changed(os.path.join(out_dir, "lci_c_binding.h"), c_h)
+    write_if_changed(os.path.join(out_dir, "lci_c_binding.cpp"), c_cpp)
+    write_if_changed(os.path.join(out_dir, "lci_c_handles.hpp"), c_hpp)
     return 0
 
 

@@ -163,13 +163,10 @@ def gen_ref():
 
 
 def main(argv):
-    if argv[1:2] in (["-h"], ["--help"]):
-        sys.stdout.write(__doc__)
-        return 0
-    if len(argv) != 2 or argv[1].startswith("-"):
-        sys.stderr.write(__doc__)
-        return 2
-    gen.write_if_changed(argv[1], gen_ref())
+    out, status = gen.one_argument(argv, __doc__)
+    if out is None:
+        return status
+    gen.write_if_changed(out, gen_ref())
     return 0
 
 
