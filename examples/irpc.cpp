@@ -215,7 +215,10 @@ config_t parse_args(int argc, char** argv)
     if (c == 't') cfg.nthreads = static_cast<int>(v);
     if (c == 'm') cfg.nmsgs = v;
   }
-  if (optind != argc) usage(argv[0], 2);
+  if (optind != argc) {
+    std::fprintf(stderr, "irpc: unexpected argument '%s'\n", argv[optind]);
+    usage(argv[0], 2);
+  }
   return cfg;
 }
 
