@@ -228,7 +228,7 @@ OPS = [
        doc="free a runtime and its default resources"),
     op("g_runtime_init", "runtime_t", attrs_of="runtime",
        doc="allocate the global runtime and return it; when it exists "
-       "already, warn (stderr) and return it (this call's attributes are "
+       "already, log a warning and return it (this call's attributes are "
        "not applied)"),
     op("g_runtime_fina", "void",
        doc="free the global runtime: each g_runtime_init needs one, the "
