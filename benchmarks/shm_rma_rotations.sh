@@ -1,6 +1,7 @@
 #!/bin/bash
 # Rotations of the native shm backend's RMA and rendezvous latencies
-# (docs/PERFORMANCE.md, "Native shm RMA below 64 KiB through the rings").
+# (docs/PERFORMANCE_LOG.md, "Native shm RMA: small transfers through the
+# rings").
 #
 #   benchmarks/shm_rma_rotations.sh libs ROUNDS OUT.csv LABEL=BUILD...
 #     each rotation: the c2c probe; lci_latency (put with signal and

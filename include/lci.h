@@ -21,7 +21,7 @@
  *   Resource attributes of an allocating call (lci_alloc_device's
  *   net_max_sends...) start unset (LCI_UNSET: all bits one, NULL for a
  *   string): the environment variable LCI_ATTR_<NAME>, else the default,
- *   applies (docs/ATTRIBUTES.md).
+ *   applies (docs/REFERENCE.md).
  * - `out` (only when the operation returns a value): where the value goes;
  *   may be NULL to discard it. A status is written even when the call
  *   fails (its error is the returned code); another value only on

@@ -5,7 +5,8 @@ usage: gen.py OUT_DIR            writes OUT_DIR/lci_binding.hpp, lci_binding.cpp
                                  and the C interface (gen_c.py):
                                  lci_c_binding.h, lci_c_binding.cpp,
                                  lci_c_handles.hpp
-       gen.py --doc FILE         writes the attribute reference (Markdown)
+
+The reference page (docs/REFERENCE.md) is gen_ref.py's.
 """
 import os
 import sys
@@ -271,30 +272,6 @@ def gen_cpp():
     return "".join(out)
 
 
-def gen_doc():
-    out = ["# Attributes\n\n",
-           "Generated from `src/api/spec.py` by `python3 src/api/gen.py --doc "
-           "docs/ATTRIBUTES.md`.\n\n",
-           "Each value is taken from the allocating call's setter (e.g. "
-           "`alloc_device_x().net_max_sends(64)()`), else from the "
-           "environment variable, else the default. A value that does not "
-           "parse is an error (`lci::fatal_error`) naming the variable.\n\n"]
-    for r in spec.RESOURCES:
-        out.append("## %s\n\n%s\n\n| attribute | environment | default | "
-                   "meaning |\n|---|---|---|---|\n" % (r.name, r.doc))
-        for a in r.attrs:
-            d = a.default
-            if a.type == "bool":
-                d = "true" if d else "false"
-            if a.type == "uint64_t":
-                d = hex(d)
-            extra = (" (one of: %s)" % ", ".join(a.choices)) if a.choices else ""
-            out.append("| %s | LCI_ATTR_%s | %s | %s%s |\n"
-                       % (a.name, a.name.upper(), d, a.help, extra))
-        out.append("\n")
-    return "".join(out)
-
-
 def write_if_changed(path, text):
     if os.path.exists(path) and open(path).read() == text:
         return
@@ -302,27 +279,33 @@ def write_if_changed(path, text):
         f.write(text)
 
 
-def main(argv):
-    if len(argv) == 3 and argv[1] == "--doc":
-        write_if_changed(argv[2], gen_doc())
-        return 0
+def one_argument(argv, doc):
+    """(the argument, None) of a generator's command line that takes one,
+    else (None, exit status) after printing `doc` (-h/--help: to stdout)."""
     if argv[1:2] in (["-h"], ["--help"]):
-        sys.stdout.write(__doc__)
-        return 0
+        sys.stdout.write(doc)
+        return None, 0
     if len(argv) != 2 or argv[1].startswith("-"):
-        sys.stderr.write(__doc__)
-        return 2
-    os.makedirs(argv[1], exist_ok=True)
-    write_if_changed(os.path.join(argv[1], "lci_binding.hpp"), gen_hpp())
-    write_if_changed(os.path.join(argv[1], "lci_binding.cpp"), gen_cpp())
+        sys.stderr.write(doc)
+        return None, 2
+    return argv[1], None
+
+
+def main(argv):
+    out_dir, status = one_argument(argv, __doc__)
+    if out_dir is None:
+        return status
+    os.makedirs(out_dir, exist_ok=True)
+    write_if_changed(os.path.join(out_dir, "lci_binding.hpp"), gen_hpp())
+    write_if_changed(os.path.join(out_dir, "lci_binding.cpp"), gen_cpp())
     try:
         c_h, c_cpp, c_hpp = gen_c.generate(expanded_args, resource, HANDLES)
     except gen_c.GenError as e:
         sys.stderr.write("gen.py: the C interface: %s\n" % e)
         return 1
-    write_if_changed(os.path.join(argv[1], "lci_c_binding.h"), c_h)
-    write_if_changed(os.path.join(argv[1], "lci_c_binding.cpp"), c_cpp)
-    write_if_changed(os.path.join(argv[1], "lci_c_handles.hpp"), c_hpp)
+    write_if_changed(os.path.join(out_dir, "lci_c_binding.h"), c_h)
+    write_if_changed(os.path.join(out_dir, "lci_c_binding.cpp"), c_cpp)
+    write_if_changed(os.path.join(out_dir, "lci_c_handles.hpp"), c_hpp)
     return 0
 
 

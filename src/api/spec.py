@@ -87,7 +87,7 @@ RESOURCES = [
              "(no system call; the target's progress does the second copy). "
              "Below 64 KiB the rings win whether the two cores share a "
              "cache or not; above, only when they do "
-             "(docs/PERFORMANCE.md)"),
+             "(docs/PERFORMANCE_LOG.md)"),
         attr("bool", "shm_membarrier", True,
              "native shm backend: senders write a message's stamp with a "
              "plain store and a receiver that stops polling an idle ring "
@@ -228,7 +228,7 @@ OPS = [
        doc="free a runtime and its default resources"),
     op("g_runtime_init", "runtime_t", attrs_of="runtime",
        doc="allocate the global runtime and return it; when it exists "
-       "already, warn (stderr) and return it (this call's attributes are "
+       "already, log a warning and return it (this call's attributes are "
        "not applied)"),
     op("g_runtime_fina", "void",
        doc="free the global runtime: each g_runtime_init needs one, the "
@@ -244,11 +244,16 @@ OPS = [
        "in the same order"),
     op("free_device", "void", [pos("device_t*", "device"), RT],
        doc="free a device"),
-    op("get_default_device", "device_t", [RT]),
-    op("alloc_packet_pool", "packet_pool_t", [RT], attrs_of="packet_pool"),
+    op("get_default_device", "device_t", [RT],
+       doc="the runtime's default device (empty when alloc_default_device "
+       "was false)"),
+    op("alloc_packet_pool", "packet_pool_t", [RT], attrs_of="packet_pool",
+       doc="allocate a packet pool (give it to alloc_device)"),
     op("free_packet_pool", "void", [pos("packet_pool_t*", "packet_pool"),
-                                     RT]),
-    op("get_default_packet_pool", "packet_pool_t", [RT]),
+                                     RT],
+       doc="free a packet pool; the devices it supplies must be freed first"),
+    op("get_default_packet_pool", "packet_pool_t", [RT],
+       doc="the runtime's default packet pool"),
     op("set_allocator", "void", [pos("allocator_base_t*", "allocator"), RT],
        doc="allocate the buffers of active messages that arrive from now on "
        "with `allocator` (nullptr: the default, std::malloc; the receiver "
@@ -275,8 +280,10 @@ OPS = [
        doc="allocate a matching engine; `make_key` (optional) replaces the "
        "built-in key of (rank, tag, policy)"),
     op("free_matching_engine", "void",
-       [pos("matching_engine_t*", "matching_engine"), RT]),
-    op("get_default_matching_engine", "matching_engine_t", [RT]),
+       [pos("matching_engine_t*", "matching_engine"), RT],
+       doc="free a matching engine"),
+    op("get_default_matching_engine", "matching_engine_t", [RT],
+       doc="the matching engine that sends and receives use by default"),
     op("matching_engine_insert", "matching_entry_val_t", [
         pos("matching_engine_t", "matching_engine"),
         pos("matching_entry_key_t", "key"),
@@ -286,7 +293,9 @@ OPS = [
        "the other type waits under `key`, remove and return the oldest; for "
        "engines the library does not also use for messages"),
     # completion objects
-    op("alloc_sync", "comp_t", [RT, ZERO_COPY_AM], attrs_of="sync"),
+    op("alloc_sync", "comp_t", [RT, ZERO_COPY_AM], attrs_of="sync",
+       doc="a synchronizer: ready once it received `threshold` signals "
+       "(sync_test, sync_wait)"),
     op("sync_test", "bool", [pos("comp_t", "comp"), pos("status_t*", "p_out")],
        doc="true once `threshold` signals arrived; copies them to p_out "
        "(may be null) and resets the synchronizer"),
@@ -294,17 +303,27 @@ OPS = [
                              opt("bool", "do_progress", "true"), DEV, RT],
        doc="wait until sync_test succeeds, driving progress on `device` "
        "(default device when unset) unless do_progress is false"),
-    op("alloc_cq", "comp_t", [RT, ZERO_COPY_AM], attrs_of="cq"),
+    op("alloc_cq", "comp_t", [RT, ZERO_COPY_AM], attrs_of="cq",
+       doc="a completion queue: every signal pushes its status, cq_pop "
+       "takes them out; any thread may push and pop"),
     op("cq_pop", "status_t", [pos("comp_t", "comp")],
        doc="the oldest status, done (or its error when the operation "
        "failed: fatal_peer_failure), or retry when empty"),
     op("alloc_handler", "comp_t", [pos("comp_handler_t", "handler"), RT,
-                                   ZERO_COPY_AM]),
-    op("alloc_counter", "comp_t", [RT]),
-    op("counter_get", "int64_t", [pos("comp_t", "comp")]),
-    op("counter_set", "void", [pos("comp_t", "comp"), pos("int64_t", "value")]),
-    op("comp_signal", "void", [pos("comp_t", "comp"), pos("status_t", "status")]),
-    op("free_comp", "void", [pos("comp_t*", "comp")]),
+                                   ZERO_COPY_AM],
+       doc="a completion handler: every signal calls handler(status) in "
+       "the thread that signals (usually one in progress); keep it short"),
+    op("alloc_counter", "comp_t", [RT],
+       doc="a counter: every signal adds one (the statuses are dropped)"),
+    op("counter_get", "int64_t", [pos("comp_t", "comp")],
+       doc="the counter's value"),
+    op("counter_set", "void", [pos("comp_t", "comp"), pos("int64_t", "value")],
+       doc="set the counter's value"),
+    op("comp_signal", "void", [pos("comp_t", "comp"), pos("status_t", "status")],
+       doc="signal a completion object with `status`, as a completed "
+       "operation would"),
+    op("free_comp", "void", [pos("comp_t*", "comp")],
+       doc="free a completion object (nothing may still signal it)"),
     op("alloc_graph", "comp_t", [opt("comp_t", "comp", "comp_t()"), RT],
        doc="a completion graph: nodes run when their predecessors are "
        "complete; `comp` (optional) is signalled when the whole graph is"),
@@ -331,7 +350,8 @@ OPS = [
     op("register_rcomp", "rcomp_t", [pos("comp_t", "comp"), RT],
        doc="give a completion object a handle that peers can target; every "
        "rank registers in the same order, so handles agree"),
-    op("deregister_rcomp", "void", [pos("rcomp_t", "rcomp"), RT]),
+    op("deregister_rcomp", "void", [pos("rcomp_t", "rcomp"), RT],
+       doc="withdraw a handle from register_rcomp"),
     # memory registration
     op("register_memory", "mr_t", [pos("void*", "address"),
                                    pos("size_t", "size"), RT, DEV],

@@ -13,7 +13,6 @@
 // allgather: kvs_allgather.hpp (puts, one barrier, gets).
 #include <algorithm>
 #include <climits>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -23,6 +22,7 @@
 #include "kvs_allgather.hpp"
 #include "pmi_conn.hpp"
 #include "pmi_wire.hpp"
+#include "util/log.hpp"
 
 namespace lci::bootstrap
 {
@@ -160,7 +160,7 @@ pmi1_backend_t::~pmi1_backend_t()
   try {
     conn_->call_v1("cmd=finalize", "finalize_ack");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s (ignored while finalizing)\n", e.what());
+    LCI_LOG(warn, e.what(), " (ignored while finalizing)");
   }
 }
 

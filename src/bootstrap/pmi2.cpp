@@ -20,7 +20,6 @@
 // PMI_JOBID (empty when the launcher sets none). A reply with rc != 0 is
 // reported with the server's errmsg (pmi_conn_t::call_v2).
 #include <climits>
-#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -29,6 +28,7 @@
 #include "kvs_allgather.hpp"
 #include "pmi_conn.hpp"
 #include "pmi_wire.hpp"
+#include "util/log.hpp"
 
 namespace lci::bootstrap
 {
@@ -121,7 +121,7 @@ pmi2_backend_t::~pmi2_backend_t()
   try {
     conn_->call_v2("cmd=finalize;", "finalize-response");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s (ignored while finalizing)\n", e.what());
+    LCI_LOG(warn, e.what(), " (ignored while finalizing)");
   }
 }
 

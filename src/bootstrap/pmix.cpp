@@ -19,13 +19,13 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
-#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "kvs_allgather.hpp"
+#include "util/log.hpp"
 
 namespace lci::bootstrap
 {
@@ -109,9 +109,8 @@ pmix_backend_t::~pmix_backend_t()
 {
   pmix_status_t rc = PMIx_Finalize(nullptr, 0);
   if (rc != PMIX_SUCCESS) {
-    std::fprintf(stderr,
-                 "lci bootstrap (pmix): PMIx_Finalize failed: %s (ignored)\n",
-                 status_text(rc).c_str());
+    LCI_LOG(warn, "bootstrap (pmix): PMIx_Finalize failed: ", status_text(rc),
+            " (ignored)");
   }
 }
 

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -238,10 +237,10 @@ runtime_t g_runtime_init_x::call_impl(const runtime_attr_t& attr)
 {
   if (!globals::g_runtime().is_empty()) {
     ++globals::g_runtime_refs();
-    std::fprintf(stderr,
-                 "lci: warning: g_runtime_init: the global runtime is already "
-                 "initialized; keeping it (this call's attributes are not "
-                 "applied; it needs its own g_runtime_fina)\n");
+    LCI_LOG(warn,
+            "g_runtime_init: the global runtime is already initialized; "
+            "keeping it (this call's attributes are not applied; it needs its "
+            "own g_runtime_fina)");
     return globals::g_runtime();
   }
   globals::g_runtime() = alloc_runtime_x::call_impl(attr);

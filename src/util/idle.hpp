@@ -9,7 +9,7 @@
 // core for a whole time slice while the peer it waits for cannot run (4
 // ranks on 2 cores: milliseconds per collective instead of tens of
 // microseconds; a program's own progress loop at 4 ranks on 2 cores: 800x
-// slower per message, docs/PERFORMANCE.md).
+// slower per message, docs/PERFORMANCE_LOG.md).
 #ifndef LCI_UTIL_IDLE_HPP
 #define LCI_UTIL_IDLE_HPP
 

@@ -30,7 +30,7 @@
 //             this.
 //   release:  W is a plain release store, followed by a compiler barrier
 //             and B: nothing locked per message, so the producer never
-//             waits for the slot's cache line (docs/PERFORMANCE.md).
+//             waits for the slot's cache line (docs/PERFORMANCE_LOG.md).
 //             The receiver pays instead, once per cool-down: after X it
 //             calls membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED), which
 //             runs a full barrier on every running thread of every process
