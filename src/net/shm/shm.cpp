@@ -52,6 +52,7 @@
 #include <vector>
 
 #include "net/shm/doorbell.hpp"
+#include "net/shm/keys.hpp"
 #include "net/shm/ring.hpp"
 #include "util/error.hpp"
 #include "util/spinlock.hpp"
@@ -177,6 +178,8 @@ struct config_t {
   // shm_membarrier is on and this process is registered for the
   // membarrier (doorbell.hpp)
   bool membarrier;
+  // the context's registrations, and its peers' (keys.hpp)
+  std::shared_ptr<key_table_t> keys;
 };
 
 // the producer side of the ring this rank owns in a peer's segment
@@ -235,7 +238,9 @@ class shm_device_t final : public device_t
     if (fd < 0)
       util::throw_fatal("alloc_device: shm_open(", name_,
                         ") failed: ", std::strerror(errno));
-    if (ftruncate(fd, static_cast<off_t>(lay_.total)) != 0) {
+    // owner read-write only, whatever the umask took from 0600
+    if (fchmod(fd, 0600) != 0 ||
+        ftruncate(fd, static_cast<off_t>(lay_.total)) != 0) {
       int e = errno;
       ::close(fd);
       shm_unlink(name_.c_str());
@@ -284,7 +289,8 @@ class shm_device_t final : public device_t
 
   std::string get_address() override
   {
-    return name_ + "\n" + std::to_string(::getpid()) + "\n" + cfg_.node;
+    return name_ + "\n" + std::to_string(::getpid()) + "\n" + cfg_.node + "\n" +
+           cfg_.keys->name();
   }
 
   void connect(const std::vector<std::string>& addrs) override
@@ -299,14 +305,15 @@ class shm_device_t final : public device_t
     const uint64_t nslots = cfg_.ring_bytes / kSlot;
     for (int r = 0; r < n; ++r) {
       size_t a = addrs[r].find('\n');
-      size_t b = addrs[r].find('\n', a + 1);
-      if (a == std::string::npos || b == std::string::npos)
+      size_t b = a == std::string::npos ? a : addrs[r].find('\n', a + 1);
+      size_t c = b == std::string::npos ? b : addrs[r].find('\n', b + 1);
+      if (c == std::string::npos)
         util::throw_fatal("alloc_device: rank ", r,
                           " sent no native shm address (is its "
                           "LCI_ATTR_BACKEND shm too?)");
       std::string name = addrs[r].substr(0, a);
       pid_t pid = static_cast<pid_t>(std::stol(addrs[r].substr(a + 1, b)));
-      std::string node = addrs[r].substr(b + 1);
+      std::string node = addrs[r].substr(b + 1, c - b - 1);
       if (node != me)
         util::throw_fatal("alloc_device: rank ", r, " runs on another node (",
                           node, ", this is ", me,
@@ -319,6 +326,9 @@ class shm_device_t final : public device_t
         p.size = lay_.total;
       } else {
         map_peer(r, name, &p);
+        // before this rank counts as a mapper of the peer's segment: the
+        // peer unlinks its table's name with its segments' (try_unlink)
+        cfg_.keys->map_peer(r, addrs[r].substr(c + 1));
         // the ring this rank fills in the peer's segment
         prefault(ring_of(static_cast<char*>(p.base), cfg_.rank_me),
                  cfg_.ring_bytes);
@@ -409,6 +419,8 @@ class shm_device_t final : public device_t
                      const remote_t& remote, void* ctx, bool) override
   {
     const uint64_t raddr = remote.base + remote.disp;
+    if (refuse(rank, remote, raddr, size, cqe_t::kind_t::write, ctx))
+      return errorcode_t::posted;
     if (by_cma(rank, size)) {
       // CMA copies synchronously: delivered on return
       bool ok =
@@ -427,6 +439,8 @@ class shm_device_t final : public device_t
                         void* ctx) override
   {
     const uint64_t raddr = remote.base + remote.disp;
+    if (refuse(rank, remote, raddr, size, cqe_t::kind_t::write, ctx))
+      return errorcode_t::posted;
     if (!by_cma(rank, size)) {
       add_job(tx_job_t{rank, kWriteData, static_cast<const char*>(buf), size,
                        raddr, reinterpret_cast<uintptr_t>(ctx), imm, true});
@@ -455,6 +469,8 @@ class shm_device_t final : public device_t
                     const remote_t& remote, void* ctx) override
   {
     const uint64_t raddr = remote.base + remote.disp;
+    if (refuse(rank, remote, raddr, size, cqe_t::kind_t::read, ctx))
+      return errorcode_t::posted;
     if (by_cma(rank, size)) {
       bool ok = cma(peers_[rank].pid, buf, raddr, size, false);
       complete_local(cqe_t::kind_t::read, ctx,
@@ -614,7 +630,20 @@ class shm_device_t final : public device_t
         static_cast<uint64_t>(cfg_.rank_n - 1)) {
       shm_unlink(name_.c_str());
       unlinked_ = true;
+      cfg_.keys->try_unlink();
     }
+  }
+
+  // The target's registration table refuses the transfer (keys.hpp): its
+  // operation completes with the reason, flagged as a refusal (the peer is
+  // fine), and no byte moves.
+  bool refuse(int rank, const remote_t& remote, uint64_t raddr, size_t size,
+              cqe_t::kind_t kind, void* ctx)
+  {
+    const char* why = cfg_.keys->check(rank, remote.rkey, raddr, size);
+    if (__builtin_expect(why == nullptr, 1)) return false;
+    complete_local(kind, ctx, why, true);
+    return true;
   }
 
   // whether an RMA transfer of `size` bytes with `rank` takes one copy
@@ -657,10 +686,12 @@ class shm_device_t final : public device_t
   }
 
   void complete_local(cqe_t::kind_t kind, void* ctx,
-                      const char* error = nullptr)
+                      const char* error = nullptr, bool refused = false)
   {
+    cqe_t c{kind, ctx, 0, 0, error};
+    c.refused = refused;
     util::spin_guard_t g(local_lock_);
-    local_.push_back(cqe_t{kind, ctx, 0, 0, error});
+    local_.push_back(c);
     nlocal_.store(local_.size(), std::memory_order_relaxed);
   }
 
@@ -1046,6 +1077,10 @@ class shm_context_t final : public context_t
     caps_.imm_data_size = 8;
     caps_.mr_local = false;
     caps_.rma_virtual = true;
+    cfg_.keys = std::make_shared<key_table_t>(rank_me, rank_n, nonce());
+    // keys of another process or runtime are unlikely to be live here
+    next_key_.store(nonce() * 0x9E3779B97F4A7C15ull ^
+                    static_cast<uint64_t>(::getpid()) << 40);
   }
 
   std::unique_ptr<device_t> alloc_device(const device_attr_t&) override
@@ -1054,20 +1089,32 @@ class shm_context_t final : public context_t
   }
 
   // Peers address memory by virtual address (CMA, or the target's own copy
-  // in the fallback); the key is a counter and is not checked.
-  mr_t register_memory(void* buf, size_t, const char*) override
+  // in the fallback); the key is a counter, listed in the registration
+  // table that the initiators check.
+  mr_t register_memory(void* buf, size_t size, const char* call) override
   {
-    nregistered_.fetch_add(1, std::memory_order_relaxed);
+    return register_memory_key(
+        buf, size, call, next_key_.fetch_add(1, std::memory_order_relaxed));
+  }
+
+  mr_t register_memory_key(void* buf, size_t size, const char*,
+                           uint64_t rkey) override
+  {
     mr_t out;
     out.handle = buf ? buf : this;
-    out.rkey = next_key_.fetch_add(1, std::memory_order_relaxed);
+    out.rkey = rkey;
     out.rma_base = reinterpret_cast<uintptr_t>(buf);
+    cfg_.keys->add(out.rkey, out.rma_base, size);
+    nregistered_.fetch_add(1, std::memory_order_relaxed);
     return out;
   }
 
   void deregister_memory(mr_t* mr) override
   {
-    if (mr->handle) nregistered_.fetch_sub(1, std::memory_order_relaxed);
+    if (mr->handle) {
+      cfg_.keys->remove(mr->rkey);
+      nregistered_.fetch_sub(1, std::memory_order_relaxed);
+    }
     *mr = mr_t();
   }
 
