@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "net/shm/leftovers.hpp"
 #include "util/error.hpp"
 
 namespace lci::net::shm
@@ -36,6 +37,10 @@ struct header_t {
   unsigned char pad_[24];
   uint64_t owner_pidns;  // the owner's pid namespace (leftovers.hpp)
 };
+static_assert(offsetof(header_t, owner_pid) == owner_words_t::kPidOffset &&
+                  offsetof(header_t, owner_pidns) ==
+                      owner_words_t::kPidnsOffset,
+              "the fields reclaim_leftovers reads");
 
 struct slot_t {
   uint64_t word;  // bit 0: being written; bits 1-2: state; above: version
@@ -105,6 +110,7 @@ key_table_t::key_table_t(int rank_me, int rank_n, uint64_t nonce)
   auto* h = reinterpret_cast<header_t*>(own_);
   h->nslots = kSlots;
   h->owner_pid = static_cast<uint64_t>(::getpid());
+  h->owner_pidns = pid_namespace();
   __atomic_store_n(&h->magic, kMagic, __ATOMIC_RELEASE);
   peers_.assign(static_cast<size_t>(rank_n), nullptr);
   if (rank_n == 1) try_unlink();

@@ -14,7 +14,9 @@
 // The segment's name is "/lci-shm-<pid>-<nonce>-<counter>". It is unlinked
 // as soon as every peer has mapped it (the owner's poll sees the count of
 // mappers reach rank_n - 1) or when the device is destroyed; lcrun removes
-// the names of ranks killed by a signal.
+// the names of ranks killed by a signal, and the first native context of a
+// process those of dead processes of its user (leftovers.hpp). Segments are
+// created 0600 (fchmod after shm_open: the umask does not decide).
 //
 // Doorbell (doorbell.hpp, with its proof that no message is ever missed): a
 // sender pushes, then sets its bit in the receiver's doorbell word unless it
@@ -53,8 +55,10 @@
 
 #include "net/shm/doorbell.hpp"
 #include "net/shm/keys.hpp"
+#include "net/shm/leftovers.hpp"
 #include "net/shm/ring.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 #include "util/spinlock.hpp"
 
 namespace lci::net::shm
@@ -62,7 +66,7 @@ namespace lci::net::shm
 namespace
 {
 
-constexpr uint64_t kMagic = 0x4c43492d73686d33ull;  // "LCI-shm3"
+constexpr uint64_t kMagic = 0x4c43492d73686d34ull;  // "LCI-shm4"
 // bytes of messages a device parks when no receive is posted
 constexpr size_t kOverflowMax = size_t(4) << 20;
 // polls in a row that find a hot ring empty before it cools down; with
@@ -110,9 +114,14 @@ struct seg_header_t {
   // 1: the owner issues a membarrier when it cools rings down, so senders
   // may publish with plain stores (doorbell.hpp)
   uint64_t heavy_cool;
-  unsigned char pad_[8];
+  uint64_t owner_pidns;          // the owner's pid namespace (leftovers.hpp)
   alignas(64) uint64_t nmapped;  // peers that mapped the segment
 };
+
+static_assert(offsetof(seg_header_t, owner_pid) == owner_words_t::kPidOffset &&
+                  offsetof(seg_header_t, owner_pidns) ==
+                      owner_words_t::kPidnsOffset,
+              "the fields reclaim_leftovers reads");
 
 struct layout_t {
   size_t nwords, off_bell, off_ctrl, off_rings, ring_bytes, total;
@@ -263,6 +272,7 @@ class shm_device_t final : public device_t
     h->nranks = static_cast<uint64_t>(cfg.rank_n);
     h->ring_bytes = cfg.ring_bytes;
     h->owner_pid = static_cast<uint64_t>(::getpid());
+    h->owner_pidns = pid_namespace();
     h->owner_va = reinterpret_cast<uintptr_t>(seg_);
     h->probe_word = nonce() ^ (reinterpret_cast<uintptr_t>(seg_) << 7) ^
                     counter.load() * 0x9E3779B97F4A7C15ull;
@@ -1077,6 +1087,9 @@ class shm_context_t final : public context_t
     caps_.imm_data_size = 8;
     caps_.mr_local = false;
     caps_.rma_virtual = true;
+    if (int n = reclaim_leftovers(kMagic, key_table_t::kMagic))
+      LCI_LOG(info, "native shm backend: removed ", n,
+              " segments of dead processes from /dev/shm");
     cfg_.keys = std::make_shared<key_table_t>(rank_me, rank_n, nonce());
     // keys of another process or runtime are unlikely to be live here
     next_key_.store(nonce() * 0x9E3779B97F4A7C15ull ^
