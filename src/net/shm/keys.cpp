@@ -79,33 +79,38 @@ void write_slot(slot_t* s, uint64_t state, uint64_t key, uint64_t base,
 
 }  // namespace
 
+char* create_segment(const std::string& name, size_t bytes, const char* call,
+                     const char* what)
+{
+  int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0)
+    util::throw_fatal(call, ": shm_open(", name,
+                      ") failed: ", std::strerror(errno));
+  // owner read-write only, whatever the umask took from 0600
+  if (fchmod(fd, 0600) != 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    int e = errno;
+    ::close(fd);
+    shm_unlink(name.c_str());
+    util::throw_fatal(call, ": cannot set up the ", bytes, "-byte ", what, " ",
+                      name, ": ", std::strerror(e));
+  }
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) {
+    int e = errno;
+    shm_unlink(name.c_str());
+    util::throw_fatal(call, ": mmap of ", name, " failed: ", std::strerror(e));
+  }
+  return static_cast<char*>(p);
+}
+
 key_table_t::key_table_t(int rank_me, int rank_n, uint64_t nonce)
     : rank_me_(rank_me), rank_n_(rank_n)
 {
   static std::atomic<uint64_t> counter{0};
   name_ = "/lci-shm-" + std::to_string(::getpid()) + "-" +
           std::to_string(nonce) + "-keys" + std::to_string(counter++);
-  int fd = shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-  if (fd < 0)
-    util::throw_fatal("alloc_runtime: shm_open(", name_,
-                      ") failed: ", std::strerror(errno));
-  // the umask may have taken bits from 0600: owner read-write, nobody else
-  if (fchmod(fd, 0600) != 0 || ftruncate(fd, static_cast<off_t>(kBytes)) != 0) {
-    int e = errno;
-    ::close(fd);
-    shm_unlink(name_.c_str());
-    util::throw_fatal("alloc_runtime: cannot set up the registration table ",
-                      name_, ": ", std::strerror(e));
-  }
-  void* p = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  ::close(fd);
-  if (p == MAP_FAILED) {
-    int e = errno;
-    shm_unlink(name_.c_str());
-    util::throw_fatal("alloc_runtime: mmap of ", name_,
-                      " failed: ", std::strerror(e));
-  }
-  own_ = static_cast<char*>(p);
+  own_ = create_segment(name_, kBytes, "alloc_runtime", "registration table");
   bytes_ = kBytes;
   auto* h = reinterpret_cast<header_t*>(own_);
   h->nslots = kSlots;

@@ -36,6 +36,12 @@
 namespace lci::net::shm
 {
 
+// Creates the POSIX shared-memory segment `name` of `bytes` bytes, mode
+// 0600 whatever the umask, and maps it read-write; throws fatal_error
+// naming `call` and `what` (and unlinks the name) when it cannot.
+char* create_segment(const std::string& name, size_t bytes, const char* call,
+                     const char* what);
+
 class key_table_t
 {
  public:

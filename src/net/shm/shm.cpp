@@ -243,30 +243,8 @@ class shm_device_t final : public device_t
     static std::atomic<uint64_t> counter{0};
     name_ = "/lci-shm-" + std::to_string(::getpid()) + "-" +
             std::to_string(nonce()) + "-" + std::to_string(counter++);
-    int fd = shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0)
-      util::throw_fatal("alloc_device: shm_open(", name_,
-                        ") failed: ", std::strerror(errno));
-    // owner read-write only, whatever the umask took from 0600
-    if (fchmod(fd, 0600) != 0 ||
-        ftruncate(fd, static_cast<off_t>(lay_.total)) != 0) {
-      int e = errno;
-      ::close(fd);
-      shm_unlink(name_.c_str());
-      util::throw_fatal("alloc_device: cannot size the ", lay_.total,
-                        "-byte shared-memory segment ", name_, ": ",
-                        std::strerror(e));
-    }
-    void* p =
-        mmap(nullptr, lay_.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    ::close(fd);
-    if (p == MAP_FAILED) {
-      int e = errno;
-      shm_unlink(name_.c_str());
-      util::throw_fatal("alloc_device: mmap of ", name_,
-                        " failed: ", std::strerror(e));
-    }
-    seg_ = static_cast<char*>(p);
+    seg_ = create_segment(name_, lay_.total, "alloc_device",
+                          "shared-memory segment");
     prefault(seg_, lay_.total);
     auto* h = reinterpret_cast<seg_header_t*>(seg_);
     h->nranks = static_cast<uint64_t>(cfg.rank_n);
