@@ -23,6 +23,9 @@ packages=(cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin iproute2
 # the hosts of tests/multihost (network namespaces): ip(8) and bridge(8)
 # from iproute2 (above), unshare, nsenter and setsid from util-linux
 packages+=(util-linux)
+# faults on the hosts' links (tests/multihost/lossy.sh): nft(8) drop rules;
+# tc(8) (iproute2) for a narrow link
+packages+=(nftables)
 # --bench: also matplotlib for the comparison plots (docs/BENCHMARKING.md)
 #   and kmer --plot, and seqprep's reads (about 20 Mbp, 16 MB) for the
 #   k-mer counting benchmark (apps/kmer/bench.sh)

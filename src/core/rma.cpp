@@ -47,7 +47,8 @@ class rma_op_t final : public transfer_op_t
   // a small put with signal: the signal went with the data (msg_type_t::put)
   // and the one completion is the target's put_ack
   bool signal_sent = false;
-  bool refused = false;  // the target's put_ack refused it
+  // the target refused it: its put_ack, or the backend's key check
+  bool refused = false;
   mr_use_t mr;
   std::atomic<size_t> remaining{0};
   std::atomic<const char*> error{nullptr};
@@ -61,6 +62,7 @@ class rma_op_t final : public transfer_op_t
   {
     if (cqe.error) {
       error.store(cqe.error, std::memory_order_relaxed);
+      if (cqe.refused) refused = true;
       // tcp: the connection to a dead rank was reset; declaring the failure
       // fails this operation too (claim() below then says so). (A refusal
       // came from a live target.)

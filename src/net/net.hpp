@@ -99,6 +99,9 @@ struct cqe_t {
   // backend does not know it (libfabric error entries carry no peer); the
   // core then checks every same-host peer.
   int rank = -1;
+  // With `error`: the target checked the operation's key and bytes against
+  // its registrations and refused it; the peer is fine (no peer failure).
+  bool refused = false;
 };
 
 class device_t
@@ -181,6 +184,17 @@ class context_t
   // reads by peers; throws fatal_error (naming `call`) when the backend
   // refuses. Any thread.
   virtual mr_t register_memory(void* buf, size_t size, const char* call) = 0;
+  // register_memory under the remote key `rkey`, chosen by the caller: a
+  // combining backend (net/hybrid) whose peers present one key on every
+  // path. A backend that checks keys itself lists the region under it; the
+  // default registers as usual and ignores `rkey` (for backends whose keys
+  // the combining backend does not pass on).
+  virtual mr_t register_memory_key(void* buf, size_t size, const char* call,
+                                   uint64_t rkey)
+  {
+    (void)rkey;
+    return register_memory(buf, size, call);
+  }
   virtual void deregister_memory(mr_t* mr) = 0;
   // Registrations made and not yet released, by any caller (introspection
   // for tests: a leak check).

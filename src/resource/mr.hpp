@@ -10,11 +10,14 @@
 // a runtime share), its owner's rank and its size, so the posting call
 // rejects an rmr of another runtime, an rmr used for another target rank and
 // an access outside the region. When the target is this process, the
-// registry also tells whether the region is still registered. A region its
-// remote owner has deregistered cannot be detected by the initiator: the
-// access is posted, and what happens is the provider's business (shm does not
-// check keys; tcp drops the connection, which surfaces as a fatal completion
-// error). Peers must stop using an rmr before its owner deregisters it.
+// registry also tells whether the region is still registered. For a remote
+// target the backend decides: the native shm backend checks the key and the
+// bytes against the target's registration table before any byte moves
+// (net/shm/keys.hpp) and refuses the access; over libfabric a region its
+// remote owner has deregistered cannot be detected by the initiator (shm
+// never completes the access; tcp drops the connection, which surfaces as a
+// fatal completion error). Peers must stop using an rmr before its owner
+// deregisters it.
 //
 // Thread safety: any-thread.
 #ifndef LCI_RESOURCE_MR_HPP

@@ -67,6 +67,33 @@ def slurm_v2(body):
 SLURM_FULLINIT = (b"cmd=fullinit-response;rc=%s;pmi-version=2;pmi-subversion=0;"
                   b"rank=0;size=2;appnum=-1;debugged=FALSE;pmiverbose=FALSE;")
 
+# Replies captured from the real servers by capture_pmi2.py (2 ranks, rank
+# 0's stream, unchanged): the PMI-1 reply to init, then each PMI-2 reply as
+# the server framed it (hydra: length right-aligned; Slurm: left-aligned).
+# MPICH 4.0.2's mpiexec.hydra:
+HYDRA_CAPTURED = [
+    b'cmd=response_to_init pmi_version=2 pmi_subversion=0 rc=0\n',
+    b'   113cmd=fullinit-response;pmi-version=2;pmi-subversion=0;rank=0;size=2;appnum=0;debugged=FALSE;pmiverbose=FALSE;rc=0;',
+    b'    26cmd=kvs-put-response;rc=0;',
+    b'    28cmd=kvs-fence-response;rc=0;',
+    b'    54cmd=kvs-get-response;found=TRUE;value=value-of-1;rc=0;',
+    b'    38cmd=kvs-get-response;found=FALSE;rc=0;',
+    b'    68cmd=info-getjobattr-response;found=TRUE;value=(vector,(0,1,1));rc=0;',
+    b'    27cmd=finalize-response;rc=0;',
+]
+# Slurm 22.05's pmi2 plugin (srun --mpi=pmi2):
+SLURM_CAPTURED = [
+    b'cmd=response_to_init rc=0 pmi_version=2 pmi_subversion=0\n',
+    b'114   cmd=fullinit-response;rc=0;pmi-version=2;pmi-subversion=0;rank=0;size=2;appnum=-1;debugged=FALSE;pmiverbose=FALSE;',
+    b'26    cmd=kvs-put-response;rc=0;',
+    b'28    cmd=kvs-fence-response;rc=0;',
+    b'54    cmd=kvs-get-response;rc=0;found=TRUE;value=value-of-1;',
+    b'38    cmd=kvs-get-response;rc=0;found=FALSE;',
+    b'68    cmd=info-getjobattr-response;rc=0;found=TRUE;value=(vector,(0,1,2));',
+    b'27    cmd=finalize-response;rc=0;',
+]
+
+
 PMI = {
     "v1_init": (0, b"cmd=init pmi_version=1 pmi_subversion=1\n"
                 b"cmd=get_maxes\ncmd=get_my_kvsname\n"),
@@ -99,6 +126,15 @@ PMI = {
     "v2_slurm_fence_error": (1, slurm_v2(
         b"cmd=kvs-fence-response;rc=14;"
         b"errmsg=mpi/pmi2: failed to send temp kvs;")),
+    # the captured sessions: the PMI-2 replies alone, as the client reads
+    # them after init, and the whole stream read as PMI-1 lines
+    "v2_hydra_captured": (1, b"".join(HYDRA_CAPTURED[1:])),
+    "v2_slurm_captured": (1, b"".join(SLURM_CAPTURED[1:])),
+    "v1_hydra_captured": (0, b"".join(HYDRA_CAPTURED)),
+    "v1_slurm_captured": (0, b"".join(SLURM_CAPTURED)),
+    # cut inside a frame (the stream ends in the middle of a reply)
+    "v2_hydra_cut": (1, b"".join(HYDRA_CAPTURED[1:3])[:-9]),
+    "v2_slurm_cut": (1, b"".join(SLURM_CAPTURED[1:3])[:-9]),
 }
 
 

@@ -16,7 +16,21 @@
 // peer the stream's final length (what it sent + kWindow more, which it then
 // sends) and how many active messages and signals to expect.
 //
-// mp_soak [--seed S] [--count N] [--seconds T]
+// A run of 20 s or more also watches the process: once a second the main
+// thread samples its resident set (/proc/self/statm), its open file
+// descriptors (/proc/self/fd) and the messages checked so far. After the
+// warm-up (half of the run, at least 5 s: over tcp between hosts the
+// resident set still grows during the first half minute, then stays) the
+// descriptors must be as many at the end as then and the resident set may
+// grow by at most --rss-slack MiB (default 16; medians of 5 samples, at
+// the end of the warm-up and at the end of the run); each rank prints both, and
+// the message rate of the first and second half after the warm-up (a
+// drift figure, not checked: the machine's load decides it).
+//
+// mp_soak [--seed S] [--count N] [--seconds T] [--rss-slack MIB]
+#include <dirent.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -136,6 +150,7 @@ struct options_t {
   uint64_t seed = 0;
   uint64_t count = 2000;  // operations per thread
   double seconds = 20;    // posting stops after this
+  double rss_slack = 16;  // MiB the resident set may grow after warm-up
 };
 options_t g_opt;
 
@@ -754,6 +769,90 @@ std::string str(const lci::introspect::counts_t& c)
   return b;
 }
 
+// The process's resources at one moment of the run.
+struct sample_t {
+  double t;           // seconds since the start
+  uint64_t rss;       // resident bytes
+  int fds;            // open file descriptors
+  uint64_t messages;  // checked so far
+};
+
+sample_t take_sample(double t)
+{
+  sample_t s{t, 0, 0, g_tot.messages.load()};
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    unsigned long size = 0, resident = 0;
+    if (std::fscanf(f, "%lu %lu", &size, &resident) == 2)
+      s.rss = uint64_t(resident) * uint64_t(sysconf(_SC_PAGESIZE));
+    std::fclose(f);
+  }
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (struct dirent* e = readdir(d))
+      if (e->d_name[0] != '.') ++s.fds;
+    closedir(d);
+    --s.fds;  // the directory's own
+  }
+  return s;
+}
+
+// Checks and prints what the samples say (runs of 20 s or more).
+void report_samples(const std::vector<sample_t>& v)
+{
+  if (g_opt.seconds < 20 || v.size() < 4) return;
+  const double warm = std::max(5.0, g_opt.seconds / 2);
+  size_t w = 0;
+  while (w + 1 < v.size() && v[w].t < warm) ++w;
+  const sample_t& a = v[w];
+  const sample_t& z = v.back();
+  const sample_t& m = v[w + (v.size() - 1 - w) / 2];
+  uint64_t peak = 0;
+  int max_fds = 0;
+  for (size_t i = w; i < v.size(); ++i) {
+    peak = std::max(peak, v[i].rss);
+    max_fds = std::max(max_fds, v[i].fds);
+  }
+  auto rate = [](const sample_t& x, const sample_t& y) {
+    return y.t > x.t ? double(y.messages - x.messages) / (y.t - x.t) : 0.0;
+  };
+  const double mib = 1024.0 * 1024.0;
+  if (std::getenv("SOAK_SAMPLES"))
+    for (const sample_t& x : v)
+      std::fprintf(stderr,
+                   "rank %d sample %.0f s: rss %.1f MiB fds %d msgs %" PRIu64
+                   "\n",
+                   g_rank, x.t, x.rss / mib, x.fds, x.messages);
+  std::printf(
+      "mp_soak: rank %d after warm-up (%.0f s) to end (%.0f s): rss "
+      "%.1f -> %.1f MiB (peak %.1f), fds %d -> %d (max %d), "
+      "messages/s %.0f then %.0f\n",
+      g_rank, a.t, z.t, a.rss / mib, z.rss / mib, peak / mib, a.fds, z.fds,
+      max_fds, rate(a, m), rate(m, z));
+  // (the peer liveness check may hold a /proc file open at a sample: the
+  // maximum is printed, not checked)
+  CHECK(z.fds == a.fds,
+        "open descriptors not flat: %d after warm-up, %d at "
+        "the end",
+        a.fds, z.fds);
+  // the resident set of the last 5 samples against the 5 from the end of
+  // the warm-up, medians: a sample may catch a few 3 MiB messages in flight
+  auto median_rss = [&](size_t from) {
+    std::vector<uint64_t> r;
+    for (size_t i = from; i < v.size() && r.size() < 5; ++i)
+      r.push_back(v[i].rss);
+    std::sort(r.begin(), r.end());
+    return double(r[r.size() / 2]);
+  };
+  const double base = median_rss(w);
+  const double last = median_rss(v.size() >= 5 ? v.size() - 5 : 0);
+  std::printf(
+      "mp_soak: rank %d rss medians after warm-up %.1f MiB, at the "
+      "end %.1f MiB (drift %+.1f MiB)\n",
+      g_rank, base / mib, last / mib, (last - base) / mib);
+  CHECK(last <= base + g_opt.rss_slack * mib,
+        "resident set grew by %.1f MiB after warm-up (--rss-slack %.0f)",
+        (last - base) / mib, g_opt.rss_slack);
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -774,9 +873,12 @@ int main(int argc, char** argv)
       g_opt.count = std::strtoull(next(), nullptr, 0);
     else if (a == "--seconds")
       g_opt.seconds = std::strtod(next(), nullptr);
+    else if (a == "--rss-slack")
+      g_opt.rss_slack = std::strtod(next(), nullptr);
     else {
       std::fprintf(stderr,
-                   "usage: mp_soak [--seed S] [--count N] [--seconds T]\n");
+                   "usage: mp_soak [--seed S] [--count N] [--seconds T] "
+                   "[--rss-slack MIB]\n");
       return 2;
     }
   }
@@ -866,8 +968,18 @@ int main(int argc, char** argv)
     threads.emplace_back(worker, t, deadline, hard);
   // every rank's workers finished (each keeps its device progressed until
   // then); the main thread polls only the default device meanwhile
-  while (g_workers_finished.load() < kThreads)
+  // and samples this process once a second while the workers post
+  std::vector<sample_t> samples;
+  auto next_sample = start;
+  while (g_workers_finished.load() < kThreads) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= next_sample && now < deadline) {
+      samples.push_back(
+          take_sample(std::chrono::duration<double>(now - start).count()));
+      next_sample += std::chrono::seconds(1);
+    }
+  }
   double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -941,6 +1053,7 @@ int main(int argc, char** argv)
     }
   }
   CHECK(leaks == 0, "%zu leaks", leaks);
+  report_samples(samples);
   uint64_t mine[5] = {g_tot.messages, g_tot.bytes, g_tot.retries, g_tot.backlog,
                       g_tot.completions};
   struct five_t {

@@ -14,11 +14,12 @@
 //
 // Memory: a registration is made with both contexts. Its rma_base is the
 // virtual address (what the native shm backend needs); its key and local
-// descriptor are the remote backend's (the native backend does not check
-// keys and needs no descriptor). A write or read to a remote peer passes
-// base 0 instead when the remote backend addresses registrations by offset
-// (caps_t::rma_virtual false, e.g. libfabric tcp), so the same rmr works on
-// both paths: the offset travels apart from the base (net::remote_t).
+// descriptor are the remote backend's (the native backend lists the region
+// under that key, register_memory_key, and needs no descriptor). A write or
+// read to a remote peer passes base 0 instead when the remote backend addresses
+// registrations by offset (caps_t::rma_virtual false, e.g. libfabric tcp), so
+// the same rmr works on both paths: the offset travels apart from the base
+// (net::remote_t).
 #include "net/hybrid/hybrid.hpp"
 
 #include <algorithm>
@@ -324,11 +325,13 @@ class hybrid_context_t final : public context_t
   {
     auto* h = new handle_t;
     try {
-      h->local = local_->register_memory(buf, size, call);
+      // the remote backend's key is the one peers present, also on the
+      // local path: the local backend lists the region under it
+      h->remote = remote_->register_memory(buf, size, call);
       try {
-        h->remote = remote_->register_memory(buf, size, call);
+        h->local = local_->register_memory_key(buf, size, call, h->remote.rkey);
       } catch (...) {
-        local_->deregister_memory(&h->local);
+        remote_->deregister_memory(&h->remote);
         throw;
       }
     } catch (...) {

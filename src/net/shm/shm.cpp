@@ -14,7 +14,9 @@
 // The segment's name is "/lci-shm-<pid>-<nonce>-<counter>". It is unlinked
 // as soon as every peer has mapped it (the owner's poll sees the count of
 // mappers reach rank_n - 1) or when the device is destroyed; lcrun removes
-// the names of ranks killed by a signal.
+// the names of ranks killed by a signal, and the first native context of a
+// process those of dead processes of its user (leftovers.hpp). Segments are
+// created 0600 (fchmod after shm_open: the umask does not decide).
 //
 // Doorbell (doorbell.hpp, with its proof that no message is ever missed): a
 // sender pushes, then sets its bit in the receiver's doorbell word unless it
@@ -52,8 +54,11 @@
 #include <vector>
 
 #include "net/shm/doorbell.hpp"
+#include "net/shm/keys.hpp"
+#include "net/shm/leftovers.hpp"
 #include "net/shm/ring.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 #include "util/spinlock.hpp"
 
 namespace lci::net::shm
@@ -61,7 +66,7 @@ namespace lci::net::shm
 namespace
 {
 
-constexpr uint64_t kMagic = 0x4c43492d73686d33ull;  // "LCI-shm3"
+constexpr uint64_t kMagic = 0x4c43492d73686d34ull;  // "LCI-shm4"
 // bytes of messages a device parks when no receive is posted
 constexpr size_t kOverflowMax = size_t(4) << 20;
 // polls in a row that find a hot ring empty before it cools down; with
@@ -109,9 +114,14 @@ struct seg_header_t {
   // 1: the owner issues a membarrier when it cools rings down, so senders
   // may publish with plain stores (doorbell.hpp)
   uint64_t heavy_cool;
-  unsigned char pad_[8];
+  uint64_t owner_pidns;          // the owner's pid namespace (leftovers.hpp)
   alignas(64) uint64_t nmapped;  // peers that mapped the segment
 };
+
+static_assert(offsetof(seg_header_t, owner_pid) == owner_words_t::kPidOffset &&
+                  offsetof(seg_header_t, owner_pidns) ==
+                      owner_words_t::kPidnsOffset,
+              "the fields reclaim_leftovers reads");
 
 struct layout_t {
   size_t nwords, off_bell, off_ctrl, off_rings, ring_bytes, total;
@@ -177,6 +187,8 @@ struct config_t {
   // shm_membarrier is on and this process is registered for the
   // membarrier (doorbell.hpp)
   bool membarrier;
+  // the context's registrations, and its peers' (keys.hpp)
+  std::shared_ptr<key_table_t> keys;
 };
 
 // the producer side of the ring this rank owns in a peer's segment
@@ -231,33 +243,14 @@ class shm_device_t final : public device_t
     static std::atomic<uint64_t> counter{0};
     name_ = "/lci-shm-" + std::to_string(::getpid()) + "-" +
             std::to_string(nonce()) + "-" + std::to_string(counter++);
-    int fd = shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0)
-      util::throw_fatal("alloc_device: shm_open(", name_,
-                        ") failed: ", std::strerror(errno));
-    if (ftruncate(fd, static_cast<off_t>(lay_.total)) != 0) {
-      int e = errno;
-      ::close(fd);
-      shm_unlink(name_.c_str());
-      util::throw_fatal("alloc_device: cannot size the ", lay_.total,
-                        "-byte shared-memory segment ", name_, ": ",
-                        std::strerror(e));
-    }
-    void* p =
-        mmap(nullptr, lay_.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    ::close(fd);
-    if (p == MAP_FAILED) {
-      int e = errno;
-      shm_unlink(name_.c_str());
-      util::throw_fatal("alloc_device: mmap of ", name_,
-                        " failed: ", std::strerror(e));
-    }
-    seg_ = static_cast<char*>(p);
+    seg_ = create_segment(name_, lay_.total, "alloc_device",
+                          "shared-memory segment");
     prefault(seg_, lay_.total);
     auto* h = reinterpret_cast<seg_header_t*>(seg_);
     h->nranks = static_cast<uint64_t>(cfg.rank_n);
     h->ring_bytes = cfg.ring_bytes;
     h->owner_pid = static_cast<uint64_t>(::getpid());
+    h->owner_pidns = pid_namespace();
     h->owner_va = reinterpret_cast<uintptr_t>(seg_);
     h->probe_word = nonce() ^ (reinterpret_cast<uintptr_t>(seg_) << 7) ^
                     counter.load() * 0x9E3779B97F4A7C15ull;
@@ -284,7 +277,8 @@ class shm_device_t final : public device_t
 
   std::string get_address() override
   {
-    return name_ + "\n" + std::to_string(::getpid()) + "\n" + cfg_.node;
+    return name_ + "\n" + std::to_string(::getpid()) + "\n" + cfg_.node + "\n" +
+           cfg_.keys->name();
   }
 
   void connect(const std::vector<std::string>& addrs) override
@@ -299,14 +293,15 @@ class shm_device_t final : public device_t
     const uint64_t nslots = cfg_.ring_bytes / kSlot;
     for (int r = 0; r < n; ++r) {
       size_t a = addrs[r].find('\n');
-      size_t b = addrs[r].find('\n', a + 1);
-      if (a == std::string::npos || b == std::string::npos)
+      size_t b = a == std::string::npos ? a : addrs[r].find('\n', a + 1);
+      size_t c = b == std::string::npos ? b : addrs[r].find('\n', b + 1);
+      if (c == std::string::npos)
         util::throw_fatal("alloc_device: rank ", r,
                           " sent no native shm address (is its "
                           "LCI_ATTR_BACKEND shm too?)");
       std::string name = addrs[r].substr(0, a);
       pid_t pid = static_cast<pid_t>(std::stol(addrs[r].substr(a + 1, b)));
-      std::string node = addrs[r].substr(b + 1);
+      std::string node = addrs[r].substr(b + 1, c - b - 1);
       if (node != me)
         util::throw_fatal("alloc_device: rank ", r, " runs on another node (",
                           node, ", this is ", me,
@@ -319,6 +314,9 @@ class shm_device_t final : public device_t
         p.size = lay_.total;
       } else {
         map_peer(r, name, &p);
+        // before this rank counts as a mapper of the peer's segment: the
+        // peer unlinks its table's name with its segments' (try_unlink)
+        cfg_.keys->map_peer(r, addrs[r].substr(c + 1));
         // the ring this rank fills in the peer's segment
         prefault(ring_of(static_cast<char*>(p.base), cfg_.rank_me),
                  cfg_.ring_bytes);
@@ -409,6 +407,8 @@ class shm_device_t final : public device_t
                      const remote_t& remote, void* ctx, bool) override
   {
     const uint64_t raddr = remote.base + remote.disp;
+    if (refuse(rank, remote, raddr, size, cqe_t::kind_t::write, ctx))
+      return errorcode_t::posted;
     if (by_cma(rank, size)) {
       // CMA copies synchronously: delivered on return
       bool ok =
@@ -427,6 +427,8 @@ class shm_device_t final : public device_t
                         void* ctx) override
   {
     const uint64_t raddr = remote.base + remote.disp;
+    if (refuse(rank, remote, raddr, size, cqe_t::kind_t::write, ctx))
+      return errorcode_t::posted;
     if (!by_cma(rank, size)) {
       add_job(tx_job_t{rank, kWriteData, static_cast<const char*>(buf), size,
                        raddr, reinterpret_cast<uintptr_t>(ctx), imm, true});
@@ -455,6 +457,8 @@ class shm_device_t final : public device_t
                     const remote_t& remote, void* ctx) override
   {
     const uint64_t raddr = remote.base + remote.disp;
+    if (refuse(rank, remote, raddr, size, cqe_t::kind_t::read, ctx))
+      return errorcode_t::posted;
     if (by_cma(rank, size)) {
       bool ok = cma(peers_[rank].pid, buf, raddr, size, false);
       complete_local(cqe_t::kind_t::read, ctx,
@@ -614,7 +618,20 @@ class shm_device_t final : public device_t
         static_cast<uint64_t>(cfg_.rank_n - 1)) {
       shm_unlink(name_.c_str());
       unlinked_ = true;
+      cfg_.keys->try_unlink();
     }
+  }
+
+  // The target's registration table refuses the transfer (keys.hpp): its
+  // operation completes with the reason, flagged as a refusal (the peer is
+  // fine), and no byte moves.
+  bool refuse(int rank, const remote_t& remote, uint64_t raddr, size_t size,
+              cqe_t::kind_t kind, void* ctx)
+  {
+    const char* why = cfg_.keys->check(rank, remote.rkey, raddr, size);
+    if (__builtin_expect(why == nullptr, 1)) return false;
+    complete_local(kind, ctx, why, true);
+    return true;
   }
 
   // whether an RMA transfer of `size` bytes with `rank` takes one copy
@@ -657,10 +674,12 @@ class shm_device_t final : public device_t
   }
 
   void complete_local(cqe_t::kind_t kind, void* ctx,
-                      const char* error = nullptr)
+                      const char* error = nullptr, bool refused = false)
   {
+    cqe_t c{kind, ctx, 0, 0, error};
+    c.refused = refused;
     util::spin_guard_t g(local_lock_);
-    local_.push_back(cqe_t{kind, ctx, 0, 0, error});
+    local_.push_back(c);
     nlocal_.store(local_.size(), std::memory_order_relaxed);
   }
 
@@ -1046,6 +1065,13 @@ class shm_context_t final : public context_t
     caps_.imm_data_size = 8;
     caps_.mr_local = false;
     caps_.rma_virtual = true;
+    if (int n = reclaim_leftovers(kMagic, key_table_t::kMagic))
+      LCI_LOG(info, "native shm backend: removed ", n,
+              " segments of dead processes from /dev/shm");
+    cfg_.keys = std::make_shared<key_table_t>(rank_me, rank_n, nonce());
+    // keys of another process or runtime are unlikely to be live here
+    next_key_.store(nonce() * 0x9E3779B97F4A7C15ull ^
+                    static_cast<uint64_t>(::getpid()) << 40);
   }
 
   std::unique_ptr<device_t> alloc_device(const device_attr_t&) override
@@ -1054,20 +1080,32 @@ class shm_context_t final : public context_t
   }
 
   // Peers address memory by virtual address (CMA, or the target's own copy
-  // in the fallback); the key is a counter and is not checked.
-  mr_t register_memory(void* buf, size_t, const char*) override
+  // in the fallback); the key is a counter, listed in the registration
+  // table that the initiators check.
+  mr_t register_memory(void* buf, size_t size, const char* call) override
   {
-    nregistered_.fetch_add(1, std::memory_order_relaxed);
+    return register_memory_key(
+        buf, size, call, next_key_.fetch_add(1, std::memory_order_relaxed));
+  }
+
+  mr_t register_memory_key(void* buf, size_t size, const char*,
+                           uint64_t rkey) override
+  {
     mr_t out;
     out.handle = buf ? buf : this;
-    out.rkey = next_key_.fetch_add(1, std::memory_order_relaxed);
+    out.rkey = rkey;
     out.rma_base = reinterpret_cast<uintptr_t>(buf);
+    cfg_.keys->add(out.rkey, out.rma_base, size);
+    nregistered_.fetch_add(1, std::memory_order_relaxed);
     return out;
   }
 
   void deregister_memory(mr_t* mr) override
   {
-    if (mr->handle) nregistered_.fetch_sub(1, std::memory_order_relaxed);
+    if (mr->handle) {
+      cfg_.keys->remove(mr->rkey);
+      nregistered_.fetch_sub(1, std::memory_order_relaxed);
+    }
     *mr = mr_t();
   }
 
