@@ -244,11 +244,15 @@ std::unique_ptr<backend_t> create_backend(const std::string& name)
   std::string choice = name == "auto" ? detect() : name;
   try {
     if (choice == "local") return make_local_backend();
-    if (choice == "pmi") return negotiate_pmi();
-    if (choice == "pmi1") return make_pmi1_backend();
-    if (choice == "pmi2") return make_pmi2_backend();
     if (choice == "pmix") return make_pmix_backend();
-    return make_mpi_backend();
+    if (choice == "mpi") return make_mpi_backend();
+    std::unique_ptr<backend_t> pmi = choice == "pmi"    ? negotiate_pmi()
+                                     : choice == "pmi1" ? make_pmi1_backend()
+                                                        : make_pmi2_backend();
+    // the launcher's one connection (not one we opened to PMI_PORT), which
+    // an MPI initialized later in this process will use as well
+    if (env("PMI_FD") != nullptr) return guard_shared_pmi_fd(std::move(pmi));
+    return pmi;
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string(e.what()) + " [" +
                              (name == "auto" ? "detected" : "forced") +
