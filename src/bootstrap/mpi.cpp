@@ -286,9 +286,10 @@ std::unique_ptr<backend_t> make_mpi_backend()
   mpi_state_t state = mpi_state();
   if (state == mpi_state_t::absent) {
     fail(
-        "there is no MPI in this process (LCI bootstraps through the "
-        "program's MPI, or calls MPI_Init itself when built with "
-        "-DLCI_WITH_MPI=ON)");
+        "this LCI was built without MPI support and there is no MPI in "
+        "this process: LCI bootstraps through the program's MPI once the "
+        "program has initialized it, or initializes MPI itself when built "
+        "with -DLCI_WITH_MPI=ON");
   }
   if (state == mpi_state_t::finalized) {
     fail("MPI is already finalized; LCI cannot bootstrap through it");
