@@ -127,7 +127,8 @@ void free_device_x::call_impl(device_t* device, runtime_t)
                       !rt->bootstrap->usable();
   if (over_network && !rt->peers_synced_at_free) {
     drain_device(dev);
-    barrier_x().runtime(runtime_t(rt)).device (*device)();
+    device_t self = *device;
+    barrier_x().runtime(runtime_t(rt)).device(self)();
   }
   globals::devices().remove(dev, call, "device");
   // no attentive poller may hold this device once it is gone
