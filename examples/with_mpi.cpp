@@ -94,5 +94,6 @@ int main(int argc, char** argv)
       rank, n, mpi_rank, mpi_size, bootstrap.c_str(),
       mpi_init_first ? "MPI" : "LCI", mpi_fina_first ? "MPI" : "LCI", mpi_sum,
       lci_sum, ok ? "ok" : "WRONG");
+  std::fflush(stdout);
   return ok ? 0 : 1;
 }
