@@ -117,6 +117,8 @@ void free_device_x::call_impl(device_t* device, runtime_t)
   const char* call = "free_device";
   if (!device) util::throw_fatal(call, ": null device pointer");
   device_impl_t* dev = util::checked(device->p_impl, call);
+  // the registry names a stale handle; nothing is read from it before
+  globals::devices().check(dev, call, "device");
   runtime_impl_t* rt = dev->runtime;
   // The process manager is no longer ours to use (the program finalized
   // the MPI that LCI bootstraps through, or that took the PMI connection

@@ -204,7 +204,8 @@ namespace
 // anywhere once the barrier completes.
 void sync_before_free(runtime_impl_t* rt, runtime_t runtime)
 {
-  if (rt->bootstrap->usable() ||
+  // a stale handle is reported by the registry's remove, not read here
+  if (!globals::runtimes().contains(rt) || rt->bootstrap->usable() ||
       rt->nfailed.load(std::memory_order_relaxed) != 0)
     return;
   device_t first;
