@@ -39,13 +39,26 @@ std::unique_ptr<backend_t> make_pmi_negotiated_backend();
 bool pmix_supported();
 std::unique_ptr<backend_t> make_pmix_backend();
 
-// MPI (mpi.cpp): MPI_Allgather on a duplicate of MPI_COMM_WORLD; calls
-// MPI_Init_thread itself when the program has not (and MPI_Finalize at the
-// end). Without MPI support in this build it throws, saying so.
+// MPI (mpi.cpp): MPI_Allgather on a duplicate of MPI_COMM_WORLD, through
+// the MPI found in the process (MPICH's ABI or Open MPI's). Calls
+// MPI_Init_thread itself when the program has not, if built with MPI
+// (LCI_HAVE_MPI), and MPI_Finalize at the end; otherwise the program must
+// have initialized MPI. Throws naming what is missing.
 bool mpi_supported();
-// True when built with MPI and the program has already called MPI_Init.
+// The MPI of this process, found by name (dlsym), with or without LCI_HAVE_MPI.
+enum class mpi_state_t { absent, not_initialized, live, finalized };
+mpi_state_t mpi_state();
+// True when the program has initialized MPI and not finalized it.
 bool mpi_initialized_by_program();
+// The first line of MPI_Get_library_version, or "" without MPI.
+std::string mpi_library_version();
 std::unique_ptr<backend_t> make_mpi_backend();
+
+// Wraps a PMI-1/PMI-2 client on the launcher's inherited PMI_FD, which an
+// MPI in the process uses too (shared_fd.cpp): once the program has
+// initialized MPI, requests go through MPI instead, and the wrapper never
+// finalizes the connection (MPI does, and closes it).
+std::unique_ptr<backend_t> guard_shared_pmi_fd(std::unique_ptr<backend_t> pmi);
 
 // Creates a new backend by name ("auto" applies the detection order of
 // get_backend()), without caching it. Throws for unknown names.

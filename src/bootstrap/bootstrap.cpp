@@ -156,6 +156,29 @@ std::unique_ptr<backend_t> negotiate_pmi()
              "' (neither PMI-1 nor PMI-2)");
 }
 
+// Slurm's PMI-2 server (srun --mpi=pmi2; it sets PMI_JOBID and
+// SLURM_MPI_TYPE, hydra sets neither) accepts one "init" per task
+// connection, so an MPI initialized after LCI could not start: MPICH's
+// MPI_Init then fails ("invalid pmi1 command received: 'init'") or hangs.
+// An MPI in the process that is not initialized yet most likely will be:
+// refuse now, saying what works. (An LCI built with MPI links one itself,
+// so there its presence says nothing about the program.)
+void refuse_mpi_after_slurm_pmi2()
+{
+  const char* type = env("SLURM_MPI_TYPE");
+  if (env("PMI_FD") == nullptr || env("PMI_JOBID") == nullptr ||
+      type == nullptr || std::strncmp(type, "pmi2", 4) != 0 ||
+      mpi_supported() || mpi_state() != mpi_state_t::not_initialized)
+    return;
+  throw std::runtime_error(
+      "lci bootstrap: this program contains an MPI that it has not "
+      "initialized yet, and under srun --mpi=pmi2 MPI cannot start after "
+      "LCI (Slurm's PMI-2 server takes one client per task, and LCI would "
+      "be it): call MPI_Init before LCI's g_runtime_init, or run with srun "
+      "--mpi=pmix; if the program never initializes MPI, set "
+      "LCI_ATTR_BOOTSTRAP_BACKEND=pmi2");
+}
+
 bool known_name(const std::string& name)
 {
   for (const char* known : kBackendNames) {
@@ -242,13 +265,18 @@ std::unique_ptr<backend_t> create_backend(const std::string& name)
                              "' (known: " + known_list() + ")");
   }
   std::string choice = name == "auto" ? detect() : name;
+  if (name == "auto" && choice == "pmi") refuse_mpi_after_slurm_pmi2();
   try {
     if (choice == "local") return make_local_backend();
-    if (choice == "pmi") return negotiate_pmi();
-    if (choice == "pmi1") return make_pmi1_backend();
-    if (choice == "pmi2") return make_pmi2_backend();
     if (choice == "pmix") return make_pmix_backend();
-    return make_mpi_backend();
+    if (choice == "mpi") return make_mpi_backend();
+    std::unique_ptr<backend_t> pmi = choice == "pmi"    ? negotiate_pmi()
+                                     : choice == "pmi1" ? make_pmi1_backend()
+                                                        : make_pmi2_backend();
+    // the launcher's one connection (not one we opened to PMI_PORT), which
+    // an MPI initialized later in this process will use as well
+    if (env("PMI_FD") != nullptr) return guard_shared_pmi_fd(std::move(pmi));
+    return pmi;
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string(e.what()) + " [" +
                              (name == "auto" ? "detected" : "forced") +

@@ -32,6 +32,15 @@ class backend_t
   // request. Backends that cannot bound their waits (local, mpi) ignore it.
   // Thread-safe.
   virtual void set_timeout(unsigned seconds) { (void)seconds; }
+  // False once the process manager may no longer be used: the program
+  // finalized the MPI that this backend goes through, or that closed the
+  // PMI connection it shared with LCI. free_device then synchronizes over
+  // the network instead. Allocations still throw, saying why.
+  virtual bool usable() const { return true; }
+  // The connection to the process manager now belongs to another client in
+  // this process (MPI): destroy the backend without finalizing it, and
+  // never write to it again.
+  virtual void forgo_finalize() {}
 };
 
 // The names get_backend() accepts: "auto" and the backends.
@@ -40,7 +49,8 @@ extern const char* const kBackendNames[6];  // auto local pmi1 pmi2 pmix mpi
 // The process-wide bootstrap backend. The first call creates it:
 // `requested` names a backend, or "auto" applies the detection order
 // (docs/LAUNCHING.md):
-//   1. mpi    built with MPI and the program already called MPI_Init
+//   1. mpi    the program already called MPI_Init (MPICH's ABI or Open
+//             MPI's, found in the process; LCI need not be built with MPI)
 //   2. pmix   PMIX_RANK and PMIX_NAMESPACE are set (Open MPI's mpirun,
 //             srun --mpi=pmix, prterun)
 //   3. pmi2 / pmi1   PMI_FD (+ PMI_RANK, PMI_SIZE) is set: PMI-2 if the

@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -122,6 +123,12 @@ pmi_conn_t::pmi_conn_t(const std::string& who) : who_(who)
   }
   // Programs we exec must not inherit the connection.
   fcntl(fd_, F_SETFD, FD_CLOEXEC);
+  struct stat st {
+  };
+  if (fstat(fd_, &st) == 0) {
+    fd_dev_ = st.st_dev;
+    fd_ino_ = st.st_ino;
+  }
 }
 
 pmi_conn_t::~pmi_conn_t()
@@ -137,6 +144,12 @@ void pmi_conn_t::fail(const std::string& what)
   pmi_fail(who_, what);
 }
 
+void pmi_conn_t::hand_over(const std::string& why)
+{
+  if (!broken_) first_error_ = why;
+  broken_ = true;
+}
+
 void pmi_conn_t::check_usable() const
 {
   if (broken_) {
@@ -150,6 +163,15 @@ void pmi_conn_t::check_usable() const
 void pmi_conn_t::send_all(const std::string& data, const std::string& what)
 {
   check_usable();
+  struct stat st {
+  };
+  if (!own_fd_ &&
+      (fstat(fd_, &st) != 0 || st.st_dev != fd_dev_ || st.st_ino != fd_ino_)) {
+    fail("cannot send " + brief_request(what) +
+         ": PMI_FD=" + std::to_string(fd_) +
+         " is no longer the connection to the process manager (another "
+         "PMI client in this process, such as MPI_Finalize, closed it)");
+  }
   std::size_t done = 0;
   while (done < data.size()) {
     ssize_t n = send(fd_, data.data() + done, data.size() - done, MSG_NOSIGNAL);

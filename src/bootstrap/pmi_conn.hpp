@@ -42,6 +42,10 @@ class pmi_conn_t
   // hydra then sees an abnormal exit and ends the job instead of waiting).
   [[noreturn]] void fail(const std::string& what);
   bool broken() const { return broken_; }
+  // Another client in this process (MPI) took the connection over: never
+  // write to it again; later requests throw with `why`, and the backends
+  // skip "finalize" at exit as after fail().
+  void hand_over(const std::string& why);
   // Bounds each wait for a reply (0: forever); see backend_t::set_timeout.
   void set_timeout(unsigned seconds) { timeout_s_.store(seconds); }
 
@@ -72,6 +76,10 @@ class pmi_conn_t
   std::atomic<unsigned> timeout_s_{0};
   int fd_ = -1;
   bool own_fd_ = false;
+  // The inherited PMI_FD's identity when we connected (fstat): if another
+  // client closed it, the number may name an unrelated file by now.
+  unsigned long long fd_dev_ = 0;
+  unsigned long long fd_ino_ = 0;
   std::string inbuf_;
   bool broken_ = false;
   std::string first_error_;

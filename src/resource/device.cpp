@@ -117,9 +117,23 @@ void free_device_x::call_impl(device_t* device, runtime_t)
   const char* call = "free_device";
   if (!device) util::throw_fatal(call, ": null device pointer");
   device_impl_t* dev = util::checked(device->p_impl, call);
+  // the registry names a stale handle; nothing is read from it before
+  globals::devices().check(dev, call, "device");
+  runtime_impl_t* rt = dev->runtime;
+  // The process manager is no longer ours to use (the program finalized
+  // the MPI that LCI bootstraps through, or that took the PMI connection
+  // over): the collective end goes over the network, on this device, while
+  // it is still whole. Drained first, as before the bootstrap barrier, so
+  // that nothing posted earlier trails the barrier's messages.
+  bool over_network = rt->nfailed.load(std::memory_order_relaxed) == 0 &&
+                      !rt->bootstrap->usable();
+  if (over_network && !rt->peers_synced_at_free) {
+    drain_device(dev);
+    device_t self = *device;
+    barrier_x().runtime(runtime_t(rt)).device(self)();
+  }
   globals::devices().remove(dev, call, "device");
   // no attentive poller may hold this device once it is gone
-  runtime_impl_t* rt = dev->runtime;
   // (a read-modify-write, not a load: the pollers' increments and this one
   // are totally ordered, so a poller whose increment comes after this one
   // sees the null slot; one that came before is waited for)
@@ -129,7 +143,7 @@ void free_device_x::call_impl(device_t* device, runtime_t)
   drain_device(dev);
   // collective, like the allocation: no peer still talks to this device.
   // Not after a peer failure: the failed rank never comes to the barrier.
-  if (rt->nfailed.load(std::memory_order_relaxed) == 0) {
+  if (!over_network && rt->nfailed.load(std::memory_order_relaxed) == 0) {
     std::lock_guard<std::mutex> guard(rt->collective_mu);
     try {
       // polling on meanwhile: a peer may still wait for a send of ours

@@ -193,11 +193,39 @@ runtime_t alloc_runtime_x::call_impl(const runtime_attr_t& attr)
   return runtime;
 }
 
+namespace
+{
+// Without a usable bootstrap (the program finalized the MPI that LCI
+// bootstraps through, or that took the PMI connection over), the devices
+// freed below cannot meet at a bootstrap barrier. They meet here instead,
+// over the network, while the runtime can still run a collective: every
+// device drained first, so that no message of this runtime is in flight
+// anywhere once the barrier completes.
+void sync_before_free(runtime_impl_t* rt, runtime_t runtime)
+{
+  // a stale handle is reported by the registry's remove, not read here
+  if (!globals::runtimes().contains(rt) || rt->bootstrap->usable() ||
+      rt->nfailed.load(std::memory_order_relaxed) != 0)
+    return;
+  device_t first;
+  for (size_t i = 0; i < rt->devices.size(); ++i) {
+    device_impl_t* dev = rt->devices.get(i, nullptr);
+    if (!dev) continue;
+    drain_device(dev);
+    if (first.is_empty()) first = device_t(dev);
+  }
+  if (first.is_empty()) return;
+  barrier_x().runtime(runtime).device(first)();
+  rt->peers_synced_at_free = true;
+}
+}  // namespace
+
 void free_runtime_x::call_impl(runtime_t* runtime)
 {
   const char* call = "free_runtime";
   if (!runtime) util::throw_fatal(call, ": null runtime pointer");
   runtime_impl_t* rt = util::checked(runtime->p_impl, call);
+  sync_before_free(rt, *runtime);
   globals::runtimes().remove(rt, call, "runtime");
   if (globals::g_runtime().p_impl == rt) {
     globals::g_runtime() = runtime_t();

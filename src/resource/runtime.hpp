@@ -55,6 +55,9 @@ class runtime_impl_t
   // serializes this process's bootstrap exchanges (device allocation and
   // free); ordering them across ranks stays the caller's duty
   std::mutex collective_mu;
+  // free_runtime has synchronized every rank over the network (the
+  // bootstrap is no longer usable): its device frees skip their barrier.
+  bool peers_synced_at_free = false;
   int rank_me = 0;
   int rank_n = 1;
   std::unique_ptr<net::context_t> net_context;

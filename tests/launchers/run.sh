@@ -15,6 +15,11 @@
 #                             default: leave the variable unset, so the
 #                             library's default runs (without the option:
 #                             ofi, unless the environment sets one)
+#     --no-stderr             the run writes nothing to stderr (stdout is
+#                             checked as above; stderr is shown apart)
+#     --private-shm           the launcher runs with a private, empty
+#                             /dev/shm (a tmpfs in its own mount namespace);
+#                             anything left in it at the end fails the test
 # Exits 0 when every check passes, 1 otherwise, 77 (ctest SKIP_RETURN_CODE)
 # when the launcher or the program is not installed/built.
 #
@@ -31,6 +36,8 @@ shift 3
 
 expected_exit=0
 backend_given=""
+no_stderr=""
+private_shm=""
 expects=""
 counts=""
 nl='
@@ -41,6 +48,8 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
     --expect) expects="$expects$2$nl"; shift 2 ;;
     --count) counts="$counts$3 $2$nl"; shift 3 ;;
     --env) export "$2"; shift 2 ;;
+    --no-stderr) no_stderr=1; shift ;;
+    --private-shm) private_shm=1; shift ;;
     --backend)
       if [ "$2" = default ]; then
         unset LCI_ATTR_BACKEND
@@ -106,12 +115,33 @@ case $launcher in
     ;;
 esac
 
+errfile=$(mktemp)
+shmfile=$(mktemp)
+trap 'rm -f "$errfile" "$shmfile"' EXIT
+if [ -n "$private_shm" ]; then
+  unshare -m true 2>/dev/null || skip "no private mount namespace here (unshare -m needs root)"
+  # the launcher and every rank see an empty tmpfs on /dev/shm; what is
+  # left in it when the launcher ends is listed into $shmfile
+  set -- unshare -m sh -c 'mount -t tmpfs -o size=1g lci-test-shm /dev/shm || exit 125
+f=$1; shift
+"$@"; rc=$?
+ls -A /dev/shm > "$f"
+exit $rc' run-shm "$shmfile" "$@"
+fi
 echo "run.sh: + $*"
 start=$(date +%s)
-output=$(timeout -k 5 $((seconds + 10)) "$@" 2>&1)
+if [ -n "$no_stderr" ]; then
+  output=$(timeout -k 5 $((seconds + 10)) "$@" 2>"$errfile")
+else
+  output=$(timeout -k 5 $((seconds + 10)) "$@" 2>&1)
+fi
 status=$?
 elapsed=$(($(date +%s) - start))
 printf '%s\n' "$output"
+if [ -s "$errfile" ]; then
+  echo "run.sh: stderr:"
+  cat "$errfile"
+fi
 echo "run.sh: exit status $status after ${elapsed}s (expected $expected_exit within $((seconds + 10))s)"
 
 # Ranks killed with SIGKILL (by the test or by a launcher ending the job)
@@ -128,6 +158,14 @@ for pid in $(printf '%s\n' "$output" | sed -n 's/^ring: pid \([0-9][0-9]*\)$/\1/
 done
 
 ok=1
+if [ -n "$no_stderr" ] && [ -s "$errfile" ]; then
+  echo "run.sh: FAIL: the run wrote to stderr"
+  ok=0
+fi
+if [ -n "$private_shm" ] && [ -s "$shmfile" ]; then
+  echo "run.sh: FAIL: left in /dev/shm: $(tr '\n' ' ' < "$shmfile")"
+  ok=0
+fi
 if [ "$expected_exit" = nonzero ]; then
   [ "$status" -ne 0 ] || { echo "run.sh: FAIL: expected a non-zero exit status"; ok=0; }
 elif [ "$status" -ne "$expected_exit" ]; then

@@ -12,6 +12,9 @@
 #     --expect REGEX         the output (stdout+stderr) matches REGEX
 #     --reject REGEX         the output does not match REGEX
 #     --count REGEX COUNT    exactly COUNT output lines match REGEX
+#     --no-stderr            the tasks write nothing to stderr (srun's own
+#                            "srun: ..." lines there are allowed; stdout is
+#                            checked as above, stderr is shown apart)
 # Exits 0 when every check passes, 1 otherwise, 77 (ctest SKIP_RETURN_CODE)
 # when the fixture could not start a cluster on this machine (the reason is
 # printed).
@@ -23,12 +26,14 @@ expected_exit=0
 expects=()
 rejects=()
 counts=()
+no_stderr=""
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   case $1 in
     --exit) expected_exit=$2; shift 2 ;;
     --expect) expects+=("$2"); shift 2 ;;
     --reject) rejects+=("$2"); shift 2 ;;
     --count) counts+=("$3 $2"); shift 3 ;;
+    --no-stderr) no_stderr=1; shift ;;
     *) echo "slurm_run.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -54,12 +59,21 @@ for v in $(env | sed -n 's/^\(SLURM_[A-Z_]*\)=.*/\1/p'); do
 done
 
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
 echo "slurm_run.sh: + $*"
 start=$SECONDS
-timeout -k 10 "$seconds" "$@" > "$out" 2>&1
+if [ -n "$no_stderr" ]; then
+  timeout -k 10 "$seconds" "$@" > "$out" 2> "$err"
+else
+  timeout -k 10 "$seconds" "$@" > "$out" 2>&1
+fi
 status=$?
 cat "$out"
+if [ -s "$err" ]; then
+  echo "slurm_run.sh: stderr:"
+  cat "$err"
+fi
 echo "slurm_run.sh: exit status $status after $((SECONDS - start)) s"
 
 ok=1
@@ -73,6 +87,10 @@ elif [ "$expected_exit" = nonzero ]; then
   [ "$status" != 0 ] || { echo "slurm_run.sh: FAIL: exit 0, expected nonzero"; ok=0; }
 elif [ "$status" != "$expected_exit" ]; then
   echo "slurm_run.sh: FAIL: exit $status, expected $expected_exit"
+  ok=0
+fi
+if [ -n "$no_stderr" ] && grep -qv '^srun: ' "$err"; then
+  echo "slurm_run.sh: FAIL: the tasks wrote to stderr"
   ok=0
 fi
 for re in "${expects[@]}"; do
