@@ -285,6 +285,20 @@ std::unique_ptr<backend_t> create_backend(const std::string& name)
   }
 }
 
+void release_shared_pmix()
+{
+  std::shared_ptr<backend_t> last;
+  {
+    state_t& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.holder || std::string(s.holder->name()) != "pmix" ||
+        mpi_state() == mpi_state_t::absent)
+      return;
+    last = std::move(s.holder);
+  }
+  // released outside the lock: without a runtime left, this finalizes it
+}
+
 std::shared_ptr<backend_t> get_backend(const std::string& requested)
 {
   if (!known_name(requested)) {

@@ -69,6 +69,15 @@ extern const char* const kBackendNames[6];  // auto local pmi1 pmi2 pmix mpi
 // and how to force a backend.
 std::shared_ptr<backend_t> get_backend(const std::string& requested = "auto");
 
+// Called when a runtime has been freed. An MPI in this process that uses
+// PMIx shares the PMIx client library with the pmix backend, and libpmix
+// counts its inits and finalizes: keeping our reference until exit would
+// make MPI_Finalize's finalize not the last one, leaving libpmix running
+// (its thread calling into MPI's PMIx component) after MPI has shut that
+// component down. So with an MPI present the pmix backend lives only as
+// long as the runtimes that use it, and a later runtime makes a new one.
+void release_shared_pmix();
+
 // What get_backend("auto") would choose in this process and why, without
 // creating it: "pmix: PMIX_RANK and PMIX_NAMESPACE are set", or the error
 // it would throw. For diagnostics (lci_info).

@@ -254,6 +254,7 @@ void free_runtime_x::call_impl(runtime_t* runtime)
   release_failed_ops(rt);
   delete rt;
   runtime->p_impl = nullptr;
+  bootstrap::release_shared_pmix();
 }
 
 // A second g_runtime_init keeps the global runtime, as upstream LCI does
