@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "coll/shm_team.hpp"
 #include "lci.hpp"
 #include "resource/matching_engine.hpp"
 #include "resource/runtime.hpp"
@@ -316,6 +317,59 @@ struct finisher_t final : comp_impl_t {
   }
 };
 
+// A node-local collective that a blocking caller waits for.
+struct shm_wait_op_t final : coll::shm_op_t {
+  std::atomic<bool> done{false};
+  coll::shm_result_t result;
+  void finish(const coll::shm_result_t& r) override
+  {
+    result = r;
+    done.store(true, std::memory_order_release);
+  }
+};
+
+// A nonblocking node-local collective: signals the caller's completion
+// object as a graph's finisher does (a failed peer: the error and its rank
+// in the status; ranks that disagree on the arguments: raised from the
+// progress call that ended it, not signalled).
+struct shm_signal_op_t final : coll::shm_op_t {
+  comp_t comp;
+  status_t status;
+  void finish(const coll::shm_result_t& r) override
+  {
+    status_t s = status;
+    if (r.errorcode == errorcode_t::fatal_peer_failure) {
+      s.error = error_t(r.errorcode);
+      s.rank = r.rank;
+    } else if (r.errorcode != errorcode_t::done) {
+      throw fatal_error(r.error);
+    }
+    comp.p_impl->signal(s);
+  }
+};
+
+// The result of a collective on one rank: the input copied to the output
+// (nothing for barrier and broadcast).
+void one_rank(const coll::shm_request_t& r)
+{
+  size_t bytes = 0;
+  switch (r.kind) {
+    case coll::shm_kind_t::barrier:
+    case coll::shm_kind_t::broadcast:
+      return;
+    case coll::shm_kind_t::reduce:
+    case coll::shm_kind_t::allreduce:
+    case coll::shm_kind_t::reduce_scatter:
+      bytes = r.count * r.item_size;
+      break;
+    case coll::shm_kind_t::allgather:
+    case coll::shm_kind_t::alltoall:
+      bytes = r.size;
+      break;
+  }
+  if (bytes && r.in != r.out) std::memmove(r.out, r.in, bytes);
+}
+
 // One collective under construction: the graph and the helpers that add
 // point-to-point, copy and reduction nodes to it.
 class coll_t
@@ -351,6 +405,9 @@ class coll_t
     user_context_ = user_context;
     rank = rt->rank_me;
     nranks = rt->rank_n;
+    // the node-local team serves the runtime's own collective engine
+    // (other engines' collectives may run concurrently with its)
+    if (m == rt->coll_me) team_ = rt->coll_team.get();
     seq_ = m->coll_seq.fetch_add(1, std::memory_order_relaxed) &
            ((uint64_t(1) << (64 - kStepBits - kKindBits)) - 1);
   }
@@ -482,6 +539,58 @@ class coll_t
     if (a && b) graph_add_edge(graph(), a, b);
   }
 
+  // Runs the collective without a graph when it can: on one rank (a local
+  // copy), or through the node-local team when the caller left the
+  // algorithm to the library and the team takes the request. Returns
+  // false when the point-to-point algorithms must run it. `buffer`/`size`
+  // go to the completion status.
+  bool run_local(const coll::shm_request_t& req, bool default_algorithm,
+                 void* buffer, size_t size)
+  {
+    if (nranks > 1 && !(team_ && default_algorithm && team_->accepts(req)))
+      return false;
+    status_t status(errorcode_t::done);
+    status.rank = rank;
+    status.buffer = buffer;
+    status.size = size;
+    status.user_context = user_context_;
+    if (nranks == 1) {
+      one_rank(req);
+      if (!comp_.is_empty()) comp_.p_impl->signal(status);
+      return true;
+    }
+    if (!comp_.is_empty()) {
+      auto op = std::make_shared<shm_signal_op_t>();
+      op->comp = comp_;
+      op->status = status;
+      team_->start(op, req);
+      team_->poll();  // rounds that need no peer go at once
+      return true;
+    }
+    auto op = std::make_shared<shm_wait_op_t>();
+    team_->start(op, req);
+    // poll the team, and every few polls the device (point-to-point
+    // traffic, peer checks, yielding the core when idle); an error raised
+    // meanwhile is kept until the collective ended, which must not touch
+    // the caller's buffers after it returned
+    std::exception_ptr raised;
+    for (unsigned spins = 1; !op->done.load(std::memory_order_acquire);
+         ++spins) {
+      try {
+        if (team_->poll() || (spins & 7) != 0) continue;
+        progress_x().runtime(runtime_).device(device_)();
+      } catch (...) {
+        if (!raised) raised = std::current_exception();
+      }
+    }
+    const coll::shm_result_t& r = op->result;
+    if (r.errorcode == errorcode_t::fatal_peer_failure)
+      throw peer_failure_error(r.error, r.rank);
+    if (r.errorcode != errorcode_t::done) throw fatal_error(r.error);
+    if (raised) std::rethrow_exception(raised);
+    return true;
+  }
+
   // Starts the collective; returns once it completed unless the caller gave
   // a completion object. `buffer`/`size` go to the completion status.
   void run(void* buffer, size_t size)
@@ -545,7 +654,20 @@ class coll_t
   state_t* state_ = nullptr;
   graph_node_t state_node_ = nullptr;
   uint64_t seq_ = 0;
+  coll::shm_team_t* team_ = nullptr;
 };
+
+// a request for run_local
+coll::shm_request_t local_request(coll::shm_kind_t kind, const char* call,
+                                  const void* in, void* out)
+{
+  coll::shm_request_t r;
+  r.kind = kind;
+  r.call = call;
+  r.in = in;
+  r.out = out;
+  return r;
+}
 
 // ---- algorithms -----------------------------------------------------------
 // Each adds its nodes to c's graph, every node after `after` (null: no
@@ -874,7 +996,10 @@ void barrier_x::call_impl(runtime_t runtime, device_t device,
 {
   coll_t c("barrier", kind_t::barrier, runtime, device, matching_engine, comp,
            user_context);
-  if (c.nranks > 1) barrier_dissemination(c);
+  auto req =
+      local_request(coll::shm_kind_t::barrier, "barrier", nullptr, nullptr);
+  if (c.run_local(req, true, nullptr, 0)) return;
+  barrier_dissemination(c);
   c.run(nullptr, 0);
 }
 
@@ -890,6 +1015,12 @@ void broadcast_x::call_impl(void* buffer, size_t size, int root,
   c.check_buffer(buffer, size, "buffer");
   c.check_algorithm(static_cast<int>(algorithm),
                     static_cast<int>(broadcast_algorithm_t::ring));
+  auto req =
+      local_request(coll::shm_kind_t::broadcast, "broadcast", buffer, buffer);
+  req.size = size;
+  req.root = root;
+  if (c.run_local(req, algorithm == broadcast_algorithm_t::none, buffer, size))
+    return;
   int n = c.nranks;
   if (algorithm == broadcast_algorithm_t::none)
     algorithm = n <= 3                      ? broadcast_algorithm_t::direct
@@ -926,6 +1057,15 @@ void reduce_x::call_impl(const void* sendbuf, void* recvbuf, size_t count,
   size_t bytes = c.check_items(count, item_size, 1, op);
   c.check_buffer(sendbuf, bytes, "sendbuf");
   if (c.rank == root) c.check_buffer(recvbuf, bytes, "recvbuf");
+  auto req = local_request(coll::shm_kind_t::reduce, "reduce", sendbuf,
+                           c.rank == root ? recvbuf : nullptr);
+  req.count = count;
+  req.item_size = item_size;
+  req.op = op;
+  req.root = root;
+  if (c.run_local(req, true, c.rank == root ? recvbuf : nullptr,
+                  c.rank == root ? bytes : 0))
+    return;
   void* acc = c.rank == root ? recvbuf : c.scratch(bytes);
   reduce_tree(c, sendbuf, acc, count, bytes, op, root, nullptr);
   c.run(c.rank == root ? recvbuf : nullptr, c.rank == root ? bytes : 0);
@@ -944,6 +1084,14 @@ void allreduce_x::call_impl(const void* sendbuf, void* recvbuf, size_t count,
   c.check_buffer(recvbuf, bytes, "recvbuf");
   c.check_algorithm(static_cast<int>(algorithm),
                     static_cast<int>(allreduce_algorithm_t::ring));
+  auto req =
+      local_request(coll::shm_kind_t::allreduce, "allreduce", sendbuf, recvbuf);
+  req.count = count;
+  req.item_size = item_size;
+  req.op = op;
+  if (c.run_local(req, algorithm == allreduce_algorithm_t::none, recvbuf,
+                  bytes))
+    return;
   int n = c.nranks;
   if (algorithm == allreduce_algorithm_t::none)
     algorithm =
@@ -987,6 +1135,14 @@ void reduce_scatter_x::call_impl(const void* sendbuf, void* recvbuf,
   c.check_buffer(recvbuf, bytes, "recvbuf");
   c.check_algorithm(static_cast<int>(algorithm),
                     static_cast<int>(reduce_scatter_algorithm_t::ring));
+  auto req = local_request(coll::shm_kind_t::reduce_scatter, "reduce_scatter",
+                           sendbuf, recvbuf);
+  req.count = recvcount;
+  req.item_size = item_size;
+  req.op = op;
+  if (c.run_local(req, algorithm == reduce_scatter_algorithm_t::none, recvbuf,
+                  bytes))
+    return;
   const char* in = static_cast<const char*>(sendbuf);
   if (algorithm == reduce_scatter_algorithm_t::none)
     algorithm = n > 2 && bytes * n >= (size_t(64) << 10)
@@ -1050,6 +1206,12 @@ void allgather_x::call_impl(const void* sendbuf, void* recvbuf, size_t size,
   c.check_buffer(recvbuf, size * n, "recvbuf");
   c.check_algorithm(static_cast<int>(algorithm),
                     static_cast<int>(allgather_algorithm_t::ring));
+  auto req =
+      local_request(coll::shm_kind_t::allgather, "allgather", sendbuf, recvbuf);
+  req.size = size;
+  if (c.run_local(req, algorithm == allgather_algorithm_t::none, recvbuf,
+                  size * n))
+    return;
   char* out = static_cast<char*>(recvbuf);
   if (algorithm == allgather_algorithm_t::none)
     algorithm = n > 2 && size * n >= (size_t(64) << 10)
@@ -1092,6 +1254,10 @@ void alltoall_x::call_impl(const void* sendbuf, void* recvbuf, size_t size,
   c.check_size(size, n);
   c.check_buffer(sendbuf, size * n, "sendbuf");
   c.check_buffer(recvbuf, size * n, "recvbuf");
+  auto req =
+      local_request(coll::shm_kind_t::alltoall, "alltoall", sendbuf, recvbuf);
+  req.size = size;
+  if (c.run_local(req, true, recvbuf, size * n)) return;
   const char* in = static_cast<const char*>(sendbuf);
   char* out = static_cast<char*>(recvbuf);
   // in place (or any overlap): the receives would overwrite blocks not
