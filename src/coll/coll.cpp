@@ -569,7 +569,7 @@ class coll_t
     }
     auto op = std::make_shared<shm_wait_op_t>();
     team_->start(op, req);
-    // poll the team, and every few polls the device (point-to-point
+    // poll the team, and every other poll the device (point-to-point
     // traffic, peer checks, yielding the core when idle); an error raised
     // meanwhile is kept until the collective ended, which must not touch
     // the caller's buffers after it returned
@@ -577,7 +577,7 @@ class coll_t
     for (unsigned spins = 1; !op->done.load(std::memory_order_acquire);
          ++spins) {
       try {
-        if (team_->poll() || (spins & 7) != 0) continue;
+        if (team_->poll() || (spins & 1) != 0) continue;
         progress_x().runtime(runtime_).device(device_)();
       } catch (...) {
         if (!raised) raised = std::current_exception();

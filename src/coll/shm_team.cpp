@@ -456,28 +456,29 @@ bool shm_team_t::poll()
   bool empty = false;
   try {
     for (;;) {
-      std::shared_ptr<shm_op_t> op;
-      {
+      if (!current_) {
         std::lock_guard<std::mutex> lock(queue_mu_);
         if (queue_.empty()) {
           empty = true;
           break;
         }
-        op = queue_.front();
+        current_ = std::move(queue_.front());
+        queue_.pop_front();
       }
       shm_result_t r;
-      if (!advance(*op, &r)) break;
-      std::lock_guard<std::mutex> lock(queue_mu_);
-      queue_.pop_front();
+      if (!advance(*current_, &r)) break;
       if (r.errorcode != errorcode_t::done) {
         // the ranks no longer agree on the rounds: every later collective
         // of the team fails with this error
+        std::lock_guard<std::mutex> lock(queue_mu_);
         broken_ = r;
-        for (auto& q : queue_) ended.emplace_back(q, r);
+        for (auto& q : queue_) ended.emplace_back(std::move(q), r);
+        npending_.fetch_sub(queue_.size(), std::memory_order_relaxed);
         queue_.clear();
       }
-      npending_.store(queue_.size(), std::memory_order_release);
-      ended.emplace_back(std::move(op), r);
+      npending_.fetch_sub(1, std::memory_order_release);
+      ended.emplace_back(std::move(current_), r);
+      current_.reset();
     }
   } catch (...) {
     polling_.clear(std::memory_order_release);

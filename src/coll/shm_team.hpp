@@ -125,7 +125,7 @@ class shm_team_t
     failed_ = failed;
     failed_ctx_ = ctx;
   }
-  // Cheap test for progress: collectives are queued.
+  // Cheap test for progress: collectives are queued or running.
   bool pending() const { return npending_.load(std::memory_order_relaxed); }
 
  private:
@@ -146,7 +146,9 @@ class shm_team_t
   uint64_t epoch_ = 0;  // rounds this rank completed
   bool (*failed_)(void*, int) = nullptr;
   void* failed_ctx_ = nullptr;
-  // the collectives started and not ended, oldest first, and the error that
+  // the collective being run (only by the thread that holds polling_)
+  std::shared_ptr<shm_op_t> current_;
+  // the collectives started after it, oldest first, and the error that
   // stopped the team (errorcode done while it works); under queue_mu_
   std::mutex queue_mu_;
   std::deque<std::shared_ptr<shm_op_t>> queue_;
