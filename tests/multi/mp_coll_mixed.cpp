@@ -9,9 +9,13 @@
 // checked). Guard bytes after every output must stay untouched.
 //
 //   mp_coll_mixed [--ops N] [--seed S] [--expect-team yes|no]
+//                 [--progress-thread 1]
 // --expect-team: whether the runtime must (yes) or must not (no) have the
 // node-local shared-memory team (coll/shm_team.hpp), read from its
-// internals. Exit status 0 on success. Run with lcrun -n N (any N >= 1).
+// internals. --progress-thread 1: a second thread calls lci::progress all
+// along, so collectives start on one thread and advance and complete on
+// either. Exit status 0 on success. Run with lcrun -n N (any N >= 1).
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +26,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "coll/shm_team.hpp"
@@ -256,6 +261,7 @@ int main(int argc, char** argv)
 {
   unsigned nops = 150, seed = 7;
   std::string expect_team;
+  bool progress_thread = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--ops")
@@ -264,6 +270,8 @@ int main(int argc, char** argv)
       seed = static_cast<unsigned>(std::atoi(argv[i + 1]));
     else if (a == "--expect-team")
       expect_team = argv[i + 1];
+    else if (a == "--progress-thread")
+      progress_thread = std::atoi(argv[i + 1]) != 0;
   }
   try {
     lci::g_runtime_init();
@@ -275,6 +283,12 @@ int main(int argc, char** argv)
       CHECK(has == (expect_team == "yes"), "the runtime %s the node-local team",
             has ? "has" : "lacks");
     }
+    std::atomic<bool> stop{false};
+    std::thread poller;
+    if (progress_thread)
+      poller = std::thread([&stop] {
+        while (!stop.load(std::memory_order_relaxed)) lci::progress();
+      });
     std::mt19937 rng(seed);  // the same sequence on every rank
     const size_t sizes[] = {0, 1, 8, 24, 1000, 4104, 65552, 150000};
     std::deque<std::unique_ptr<op_t>> window;
@@ -348,6 +362,8 @@ int main(int argc, char** argv)
       verify(*window.front());
       window.pop_front();
     }
+    stop.store(true);
+    if (poller.joinable()) poller.join();
     lci::barrier();
     lci::g_runtime_fina();
   } catch (const std::exception& e) {
