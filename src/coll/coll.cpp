@@ -42,15 +42,8 @@ namespace lci
 namespace
 {
 
-enum class kind_t : uint64_t {
-  barrier = 1,
-  broadcast,
-  reduce,
-  allreduce,
-  reduce_scatter,
-  allgather,
-  alltoall
-};
+using kind_t = coll::shm_kind_t;
+using coll::kind_name;
 
 constexpr int kStepBits = 20;
 constexpr int kKindBits = 4;
@@ -60,27 +53,6 @@ constexpr uint64_t kKindMask = (uint64_t(1) << kKindBits) - 1;
 constexpr uint64_t kStepLast = 63;        // recursive doubling's result
 constexpr uint64_t kStepScatter = 64;     // reduce_scatter tree's scatter
 constexpr size_t kRingChunk = 256 << 10;  // broadcast ring's pipeline unit
-
-const char* kind_name(uint64_t kind)
-{
-  switch (static_cast<kind_t>(kind)) {
-    case kind_t::barrier:
-      return "barrier";
-    case kind_t::broadcast:
-      return "broadcast";
-    case kind_t::reduce:
-      return "reduce";
-    case kind_t::allreduce:
-      return "allreduce";
-    case kind_t::reduce_scatter:
-      return "reduce_scatter";
-    case kind_t::allgather:
-      return "allgather";
-    case kind_t::alltoall:
-      return "alltoall";
-  }
-  return "collective";
-}
 
 int mod(int a, int n) { return ((a % n) + n) % n; }
 
@@ -539,6 +511,26 @@ class coll_t
     if (a && b) graph_add_edge(graph(), a, b);
   }
 
+  // this call's request for run_local
+  coll::shm_request_t request(const void* in, void* out) const
+  {
+    coll::shm_request_t r;
+    r.kind = kind_;
+    r.call = call_;
+    r.in = in;
+    r.out = out;
+    return r;
+  }
+  coll::shm_request_t reduction(const void* in, void* out, size_t count,
+                                size_t item_size, reduce_op_t op) const
+  {
+    coll::shm_request_t r = request(in, out);
+    r.count = count;
+    r.item_size = item_size;
+    r.op = op;
+    return r;
+  }
+
   // Runs the collective without a graph when it can: on one rank (a local
   // copy), or through the node-local team when the caller left the
   // algorithm to the library and the team takes the request. Returns
@@ -656,18 +648,6 @@ class coll_t
   uint64_t seq_ = 0;
   coll::shm_team_t* team_ = nullptr;
 };
-
-// a request for run_local
-coll::shm_request_t local_request(coll::shm_kind_t kind, const char* call,
-                                  const void* in, void* out)
-{
-  coll::shm_request_t r;
-  r.kind = kind;
-  r.call = call;
-  r.in = in;
-  r.out = out;
-  return r;
-}
 
 // ---- algorithms -----------------------------------------------------------
 // Each adds its nodes to c's graph, every node after `after` (null: no
@@ -996,9 +976,7 @@ void barrier_x::call_impl(runtime_t runtime, device_t device,
 {
   coll_t c("barrier", kind_t::barrier, runtime, device, matching_engine, comp,
            user_context);
-  auto req =
-      local_request(coll::shm_kind_t::barrier, "barrier", nullptr, nullptr);
-  if (c.run_local(req, true, nullptr, 0)) return;
+  if (c.run_local(c.request(nullptr, nullptr), true, nullptr, 0)) return;
   barrier_dissemination(c);
   c.run(nullptr, 0);
 }
@@ -1015,8 +993,7 @@ void broadcast_x::call_impl(void* buffer, size_t size, int root,
   c.check_buffer(buffer, size, "buffer");
   c.check_algorithm(static_cast<int>(algorithm),
                     static_cast<int>(broadcast_algorithm_t::ring));
-  auto req =
-      local_request(coll::shm_kind_t::broadcast, "broadcast", buffer, buffer);
+  coll::shm_request_t req = c.request(buffer, buffer);
   req.size = size;
   req.root = root;
   if (c.run_local(req, algorithm == broadcast_algorithm_t::none, buffer, size))
@@ -1057,11 +1034,8 @@ void reduce_x::call_impl(const void* sendbuf, void* recvbuf, size_t count,
   size_t bytes = c.check_items(count, item_size, 1, op);
   c.check_buffer(sendbuf, bytes, "sendbuf");
   if (c.rank == root) c.check_buffer(recvbuf, bytes, "recvbuf");
-  auto req = local_request(coll::shm_kind_t::reduce, "reduce", sendbuf,
-                           c.rank == root ? recvbuf : nullptr);
-  req.count = count;
-  req.item_size = item_size;
-  req.op = op;
+  coll::shm_request_t req = c.reduction(
+      sendbuf, c.rank == root ? recvbuf : nullptr, count, item_size, op);
   req.root = root;
   if (c.run_local(req, true, c.rank == root ? recvbuf : nullptr,
                   c.rank == root ? bytes : 0))
@@ -1084,13 +1058,8 @@ void allreduce_x::call_impl(const void* sendbuf, void* recvbuf, size_t count,
   c.check_buffer(recvbuf, bytes, "recvbuf");
   c.check_algorithm(static_cast<int>(algorithm),
                     static_cast<int>(allreduce_algorithm_t::ring));
-  auto req =
-      local_request(coll::shm_kind_t::allreduce, "allreduce", sendbuf, recvbuf);
-  req.count = count;
-  req.item_size = item_size;
-  req.op = op;
-  if (c.run_local(req, algorithm == allreduce_algorithm_t::none, recvbuf,
-                  bytes))
+  if (c.run_local(c.reduction(sendbuf, recvbuf, count, item_size, op),
+                  algorithm == allreduce_algorithm_t::none, recvbuf, bytes))
     return;
   int n = c.nranks;
   if (algorithm == allreduce_algorithm_t::none)
@@ -1135,12 +1104,8 @@ void reduce_scatter_x::call_impl(const void* sendbuf, void* recvbuf,
   c.check_buffer(recvbuf, bytes, "recvbuf");
   c.check_algorithm(static_cast<int>(algorithm),
                     static_cast<int>(reduce_scatter_algorithm_t::ring));
-  auto req = local_request(coll::shm_kind_t::reduce_scatter, "reduce_scatter",
-                           sendbuf, recvbuf);
-  req.count = recvcount;
-  req.item_size = item_size;
-  req.op = op;
-  if (c.run_local(req, algorithm == reduce_scatter_algorithm_t::none, recvbuf,
+  if (c.run_local(c.reduction(sendbuf, recvbuf, recvcount, item_size, op),
+                  algorithm == reduce_scatter_algorithm_t::none, recvbuf,
                   bytes))
     return;
   const char* in = static_cast<const char*>(sendbuf);
@@ -1206,8 +1171,7 @@ void allgather_x::call_impl(const void* sendbuf, void* recvbuf, size_t size,
   c.check_buffer(recvbuf, size * n, "recvbuf");
   c.check_algorithm(static_cast<int>(algorithm),
                     static_cast<int>(allgather_algorithm_t::ring));
-  auto req =
-      local_request(coll::shm_kind_t::allgather, "allgather", sendbuf, recvbuf);
+  coll::shm_request_t req = c.request(sendbuf, recvbuf);
   req.size = size;
   if (c.run_local(req, algorithm == allgather_algorithm_t::none, recvbuf,
                   size * n))
@@ -1254,8 +1218,7 @@ void alltoall_x::call_impl(const void* sendbuf, void* recvbuf, size_t size,
   c.check_size(size, n);
   c.check_buffer(sendbuf, size * n, "sendbuf");
   c.check_buffer(recvbuf, size * n, "recvbuf");
-  auto req =
-      local_request(coll::shm_kind_t::alltoall, "alltoall", sendbuf, recvbuf);
+  coll::shm_request_t req = c.request(sendbuf, recvbuf);
   req.size = size;
   if (c.run_local(req, true, recvbuf, size * n)) return;
   const char* in = static_cast<const char*>(sendbuf);

@@ -60,14 +60,6 @@ struct header_t {
   uint64_t slot_bytes;
 };
 
-const char* kind_name(uint32_t kind)
-{
-  static const char* const names[] = {
-      "?",         "barrier",        "broadcast", "reduce",
-      "allreduce", "reduce_scatter", "allgather", "alltoall"};
-  return kind < 8 ? names[kind] : "?";
-}
-
 bool overlaps(const void* a, size_t an, const void* b, size_t bn)
 {
   auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
@@ -111,6 +103,14 @@ uint64_t name_counter()
 }
 
 }  // namespace
+
+const char* kind_name(uint64_t kind)
+{
+  static const char* const names[] = {
+      "collective", "barrier",        "broadcast", "reduce",
+      "allreduce",  "reduce_scatter", "allgather", "alltoall"};
+  return kind < 8 ? names[kind] : "collective";
+}
 
 struct alignas(64) shm_team_t::ctrl_t {
   std::atomic<uint64_t> arrive;

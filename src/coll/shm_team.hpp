@@ -50,6 +50,9 @@ enum class shm_kind_t : uint8_t {
   alltoall
 };
 
+// "barrier", ... ("collective" for other values)
+const char* kind_name(uint64_t kind);
+
 // One collective's arguments at this rank. Sizes: broadcast `size` bytes;
 // reduce, allreduce, reduce_scatter `count` items of `item_size` bytes (per
 // rank's block for reduce_scatter); allgather, alltoall `size` bytes per

@@ -1,8 +1,8 @@
 // A rank dies during a collective (run with lcrun --keep-going; see
-// coll_failure.sh): every rank runs blocking 8-byte allreduces, each result
-// checked; the victim (the last rank) kills itself with SIGKILL before
-// collective number --kill-at, so the survivors are inside it. Each survivor
-// checks:
+// coll_failure.sh): every rank runs blocking allreduces of one byte (added
+// modulo 256), each result checked; the victim (the last rank) kills itself
+// with SIGKILL before collective number --kill-at, so the survivors are
+// inside it. Each survivor checks:
 //   - the blocking allreduce raises peer_failure_error naming the victim
 //     (failed_rank() and the message) within --bound seconds of its start;
 //   - a nonblocking barrier started afterwards completes with
@@ -25,13 +25,6 @@
 
 namespace
 {
-
-void add_u64(const void* l, const void* r, void* d, size_t n)
-{
-  for (size_t i = 0; i < n; ++i)
-    static_cast<uint64_t*>(d)[i] =
-        static_cast<const uint64_t*>(l)[i] + static_cast<const uint64_t*>(r)[i];
-}
 
 double since(std::chrono::steady_clock::time_point t0)
 {
@@ -60,16 +53,17 @@ int main(int argc, char** argv)
     return 2;
   }
   const int victim = n - 1;
-  const uint64_t want = uint64_t(n) * (n - 1) / 2;
+  const unsigned want = static_cast<unsigned>(n * (n - 1) / 2);
   bool raised = false;
   for (long i = 0; i <= kill_at && !raised; ++i) {
     if (me == victim && i == kill_at) raise(SIGKILL);
-    uint64_t x = static_cast<uint64_t>(me) + i, y = 0;
+    auto x = static_cast<unsigned char>(me + i);
+    unsigned char y = 0;
     auto t0 = std::chrono::steady_clock::now();
     try {
-      lci::allreduce(&x, &y, 1, sizeof(x), &add_u64);
-      CHECK(y == want + uint64_t(n) * i, "allreduce %ld: %llu", i,
-            static_cast<unsigned long long>(y));
+      lci::allreduce(&x, &y, 1, 1, &mp::add_bytes);
+      CHECK(y == static_cast<unsigned char>(want + n * i), "allreduce %ld: %u",
+            i, y);
     } catch (const lci::peer_failure_error& e) {
       raised = true;
       double t = since(t0);

@@ -48,13 +48,8 @@ unsigned char byte_of(int r, size_t i, unsigned k)
                                     (i >> 9) * 11);
 }
 
-void add_bytes(const void* l, const void* r, void* d, size_t n)
-{
-  auto* a = static_cast<const unsigned char*>(l);
-  auto* b = static_cast<const unsigned char*>(r);
-  auto* o = static_cast<unsigned char*>(d);
-  for (size_t i = 0; i < n; ++i) o[i] = static_cast<unsigned char>(a[i] + b[i]);
-}
+using mp::add_bytes;
+
 // items of one word, or of three
 void add_words(const void* l, const void* r, void* d, size_t nwords)
 {
