@@ -38,6 +38,12 @@ namespace
 
 using mp::g_rank;
 
+// memcpy of n bytes, none from an empty vector's null data()
+void copy(void* dst, const void* src, size_t n)
+{
+  if (n) std::memcpy(dst, src, n);
+}
+
 int g_n = 1;
 constexpr unsigned char kGuard = 0xa5;
 constexpr size_t kGuardBytes = 32;
@@ -134,7 +140,7 @@ void start(op_t& o)
       o.out.assign(o.size + kGuardBytes, kGuard);
       if (me == o.root) {
         std::vector<unsigned char> v = input_of(o.root, o.size, o.k);
-        std::memcpy(o.out.data(), v.data(), o.size);
+        copy(o.out.data(), v.data(), o.size);
       }
       o.want = input_of(o.root, o.size, o.k);
       o.out_at = o.out.data();
@@ -146,7 +152,7 @@ void start(op_t& o)
       o.in = input_of(me, bytes, o.k);
       o.out.assign(bytes + kGuardBytes, kGuard);
       if (o.in_place) {
-        std::memcpy(o.out.data(), o.in.data(), bytes);
+        copy(o.out.data(), o.in.data(), bytes);
         o.in.clear();
       }
       const void* src = o.in_place ? o.out.data() : o.in.data();
@@ -183,7 +189,7 @@ void start(op_t& o)
       std::vector<unsigned char> mine = input_of(me, o.size, o.k);
       const void* src = mine.data();
       if (o.in_place) {
-        std::memcpy(o.out.data() + me * o.size, mine.data(), o.size);
+        copy(o.out.data() + me * o.size, mine.data(), o.size);
         src = o.out.data() + me * o.size;
       } else {
         o.in = mine;
@@ -203,7 +209,7 @@ void start(op_t& o)
       std::vector<unsigned char> mine = input_of(me, o.size * n, o.k);
       const void* src;
       if (o.in_place) {
-        std::memcpy(o.out.data(), mine.data(), o.size * n);
+        copy(o.out.data(), mine.data(), o.size * n);
         src = o.out.data();
       } else {
         o.in = mine;
