@@ -53,6 +53,8 @@ constexpr uint64_t kKindMask = (uint64_t(1) << kKindBits) - 1;
 constexpr uint64_t kStepLast = 63;        // recursive doubling's result
 constexpr uint64_t kStepScatter = 64;     // reduce_scatter tree's scatter
 constexpr size_t kRingChunk = 256 << 10;  // broadcast ring's pipeline unit
+// polls of the node-local team before a blocking call also drives progress
+constexpr unsigned kAlonePolls = 128;
 
 int mod(int a, int n) { return ((a % n) + n) % n; }
 
@@ -561,15 +563,17 @@ class coll_t
     }
     auto op = std::make_shared<shm_wait_op_t>();
     team_->start(op, req);
-    // poll the team, and every other poll the device (point-to-point
-    // traffic, peer checks, yielding the core when idle); an error raised
-    // meanwhile is kept until the collective ended, which must not touch
-    // the caller's buffers after it returned
+    // poll the team alone for a short while (a peer that is running
+    // arrives within a few hundred nanoseconds, and a progress call in
+    // between only delays seeing it), then also every other poll the
+    // device (point-to-point traffic, peer checks, yielding the core when
+    // idle); an error raised meanwhile is kept until the collective ended,
+    // which must not touch the caller's buffers after it returned
     std::exception_ptr raised;
     for (unsigned spins = 1; !op->done.load(std::memory_order_acquire);
          ++spins) {
       try {
-        if (team_->poll() || (spins & 1) != 0) continue;
+        if (team_->poll() || spins < kAlonePolls || (spins & 1) != 0) continue;
         progress_x().runtime(runtime_).device(device_)();
       } catch (...) {
         if (!raised) raised = std::current_exception();

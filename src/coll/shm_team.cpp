@@ -395,39 +395,65 @@ void shm_team_t::read_phase(shm_op_t& op, uint64_t epoch)
   }
 }
 
+bool shm_team_t::needs(const shm_op_t& op, int j) const
+{
+  switch (op.req_.kind) {
+    case shm_kind_t::broadcast:
+      return rank_me_ != op.req_.root && j == op.req_.root;
+    case shm_kind_t::reduce:
+      return rank_me_ == op.req_.root;
+    default:
+      return true;
+  }
+}
+
+int shm_team_t::wait_for(shm_op_t& op, uint64_t e, bool all,
+                         shm_result_t* result)
+{
+  for (; op.waiting_ < rank_n_; ++op.waiting_) {
+    const int j = op.waiting_;
+    if (j == rank_me_ || !(all || needs(op, j))) continue;
+    if (ctrl(j)->arrive.load(std::memory_order_acquire) >= e) continue;
+    if (!failed_ || !failed_(failed_ctx_, j)) return 0;
+    result->errorcode = errorcode_t::fatal_peer_failure;
+    result->rank = j;
+    std::ostringstream os;
+    os << "lci::" << op.req_.call << ": rank " << j
+       << " failed before it joined round " << op.round_
+       << " of the collective: fatal_peer_failure";
+    result->error = os.str();
+    return -1;
+  }
+  return 1;
+}
+
 bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
 {
   ctrl_t* mine = ctrl(rank_me_);
   while (op.round_ < op.nrounds_) {
     const uint64_t e = epoch_ + 1;
     if (!op.written_) {
+      // slot e % 2 and description e % 2 were last read in round e - 2,
+      // by ranks that have all finished it once they published e - 1
+      // (usually known already: a round waits for every rank)
+      int w = wait_for(op, e - 1, true, result);
+      if (w <= 0) return w < 0;
       write_phase(op, slot(rank_me_, e));
       mine->desc[e & 1] = describe(op.req_);
       mine->arrive.store(e, std::memory_order_release);
       op.written_ = true;
       op.waiting_ = 0;
     }
-    for (; op.waiting_ < rank_n_; ++op.waiting_) {
-      if (op.waiting_ == rank_me_) continue;
-      if (ctrl(op.waiting_)->arrive.load(std::memory_order_acquire) < e) {
-        if (failed_ && failed_(failed_ctx_, op.waiting_)) {
-          result->errorcode = errorcode_t::fatal_peer_failure;
-          result->rank = op.waiting_;
-          std::ostringstream os;
-          os << "lci::" << op.req_.call << ": rank " << op.waiting_
-             << " failed before it joined round " << op.round_
-             << " of the collective: fatal_peer_failure";
-          result->error = os.str();
-          return true;
-        }
-        return false;
-      }
-    }
+    // the ranks whose data (or arrival) this rank needs: broadcast's root
+    // and reduce's other ranks need nobody, so they go on at once
+    int w = wait_for(op, e, false, result);
+    if (w <= 0) return w < 0;
     // every rank must have called the same collective with the same sizes
     const desc_t& me = mine->desc[e & 1];
     for (int j = 0; j < rank_n_; ++j) {
+      if (j == rank_me_ || !needs(op, j)) continue;
       const desc_t& d = ctrl(j)->desc[e & 1];
-      if (j == rank_me_ || d == me) continue;
+      if (d == me) continue;
       std::ostringstream os;
       os << "lci::" << op.req_.call << ": rank " << j << " called "
          << kind_name(d.kind) << " with " << d.bytes << " bytes (item size "
@@ -444,6 +470,7 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
     epoch_ = e;
     ++op.round_;
     op.written_ = false;
+    op.waiting_ = 0;
   }
   return true;
 }

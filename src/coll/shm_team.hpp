@@ -4,11 +4,13 @@
 // A team is the ranks of a runtime when all of them run on one node: they
 // share a segment with, per rank, a control cache line (a round counter and
 // the round's check word) and two data slots. A collective is a sequence of
-// rounds; in round e every rank copies its part of the input into its slot
-// e % 2, publishes e in its control line (release), waits until every rank
-// published e (acquire), and copies (or reduces) what it needs out of the
-// slots. A rank writes slot e % 2 again only in round e + 2, after every
-// rank published e + 1, i.e. finished reading round e: no other handshake.
+// rounds; in round e every rank waits until every rank published e - 1
+// (so all of them finished reading round e - 2, the last user of slot
+// e % 2), copies its part of the input into its slot e % 2, publishes e in
+// its control line (release), waits until the ranks it needs published e
+// (acquire; every rank, except that a broadcast's root and a reduce's
+// non-roots need nobody and a broadcast's other ranks only the root), and
+// copies (or reduces) what it needs out of the slots. No other handshake.
 // Data is copied once into and once out of the segment; a collective larger
 // than a slot runs in several rounds (a pipeline of chunks).
 //
@@ -139,6 +141,12 @@ class shm_team_t
   char* slot(int r, uint64_t epoch) const;
   // one step of the head collective: true when it ended
   bool advance(shm_op_t& op, shm_result_t* result);
+  // whether this rank reads rank j's slot (or must see j arrive) in a
+  // round of op
+  bool needs(const shm_op_t& op, int j) const;
+  // whether every rank (all) or every rank this one needs published round
+  // e: 1 yes, 0 not yet, -1 one of them failed (*result says which)
+  int wait_for(shm_op_t& op, uint64_t e, bool all, shm_result_t* result);
   void write_phase(shm_op_t& op, char* mine);
   void read_phase(shm_op_t& op, uint64_t epoch);
 
