@@ -1,6 +1,7 @@
 // Collective latency with LCI (benchmarks/common/coll_suite.hpp; the MPI twin
 // is benchmarks/mpi/mpi_coll.cpp). Run under lcrun:
 //   lcrun -n 4 build/release/benchmarks/lci_coll --coll allreduce
+#include <cstdio>
 #include <lci.hpp>
 #include <string>
 
@@ -66,6 +67,10 @@ int main(int argc, char** argv)
   }
   try {
     lci::g_runtime_init();
+    // what ran, for the driver (benchmarks/compare_coll.py) to report
+    if (lci::get_rank_me() == 0)
+      std::printf("# backend: %s\n",
+                  lci::get_g_runtime().get_attr_backend().c_str());
     lci_coll_t lib;
     int rc = bench::run_coll_suite(lib, o);
     lci::g_runtime_fina();

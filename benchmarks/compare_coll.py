@@ -7,9 +7,15 @@ one row per library, algorithm, size (the median over launches of each
 launch's median time per call, in microseconds) and ratio rows
 `lci-<alg>/<mpi>` = MPI time / LCI time (above 1: LCI is faster).
 
+Ours runs on the library's default backend (auto: native shared memory on
+one node) unless --backend or LCI_ATTR_BACKEND in the environment says
+otherwise (--backend wins); a comment line `# lci backend: NAME` says which
+backend ran (as the program reported it).
+
 usage: compare_coll.py --build DIR [--ranks 4] [--runs 3]
                        [--colls barrier,broadcast,...] [--sizes 8,4K,64K,1M]
                        [--libs lci,mpich,openmpi] [--iters 1000]
+                       [--backend auto|shm|ofi|hybrid]
 """
 import argparse
 import csv
@@ -24,13 +30,15 @@ import sys
 NETNS = os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "tools", "lo-netns")
 
+# ours: the library's choice (none) and every algorithm that can be asked
+# for by name
 ALGS = {
     "barrier": ["none"],
-    "broadcast": ["direct", "tree", "ring"],
+    "broadcast": ["none", "direct", "tree", "ring"],
     "reduce": ["none"],
-    "allreduce": ["direct", "tree", "ring"],
-    "reduce_scatter": ["direct", "tree", "ring"],
-    "allgather": ["direct", "ring"],
+    "allreduce": ["none", "direct", "tree", "ring"],
+    "reduce_scatter": ["none", "direct", "tree", "ring"],
+    "allgather": ["none", "direct", "ring"],
     "alltoall": ["none"],
 }
 
@@ -40,8 +48,10 @@ def command(a, lib, coll, alg, n):
             "--iters", str(a.iters), "--runs", "3"]
     env = dict(os.environ, FI_TCP_IFACE="lo", FI_SOCKETS_IFACE="lo")
     if lib == "lci":
+        # the provider matters only when the backend is libfabric's
         env.setdefault("LCI_ATTR_OFI_PROVIDER_NAME", "shm")
-        env.setdefault("LCI_ATTR_BACKEND", "ofi")  # unless the caller says
+        if a.backend:
+            env["LCI_ATTR_BACKEND"] = a.backend
         return ([os.path.join(a.build, "tools/lcrun/lcrun"), "-n", str(n),
                  "--timeout", "600",
                  os.path.join(a.build, "benchmarks/lci_coll")] + args, env)
@@ -56,6 +66,10 @@ def command(a, lib, coll, alg, n):
             + args, env)
 
 
+# the backends our program reported (each printed once)
+BACKENDS_SEEN = set()
+
+
 def launch(a, lib, coll, alg, n):
     cmd, env = command(a, lib, coll, alg, n)
     p = subprocess.run(cmd, capture_output=True, text=True, env=env,
@@ -67,6 +81,12 @@ def launch(a, lib, coll, alg, n):
     rows = [r for r in csv.DictReader(
         io.StringIO("\n".join(l for l in p.stdout.splitlines()
                               if not l.startswith("#"))))]
+    for l in p.stdout.splitlines():
+        if lib == "lci" and l.startswith("# backend: "):
+            backend = l[len("# backend: "):].strip()
+            if backend not in BACKENDS_SEEN:
+                BACKENDS_SEEN.add(backend)
+                print("# lci backend: %s" % backend, flush=True)
     return {int(r["size"]): float(r["median"]) for r in rows}
 
 
@@ -79,6 +99,11 @@ def main():
     ap.add_argument("--sizes", default="8,4K,64K,1M")
     ap.add_argument("--libs", default="lci,mpich,openmpi")
     ap.add_argument("--iters", type=int, default=1000)
+    ap.add_argument("--algs", help="only these of our algorithms, e.g. "
+                    "none (the library's choice)")
+    ap.add_argument("--backend", choices=["auto", "shm", "ofi", "hybrid"],
+                    help="LCI_ATTR_BACKEND for ours (default: the "
+                    "environment's, else the library's default)")
     a = ap.parse_args()
     libs = a.libs.split(",")
     w = csv.writer(sys.stdout)
@@ -86,7 +111,8 @@ def main():
                 "median_us", "runs"])
     for n in [int(x) for x in a.ranks.split(",")]:
         for coll in a.colls.split(","):
-            variants = [("lci", alg) for alg in ALGS[coll] if "lci" in libs]
+            variants = [("lci", alg) for alg in ALGS[coll] if "lci" in libs
+                        and (not a.algs or alg in a.algs.split(","))]
             variants += [(lib, "none") for lib in libs if lib != "lci"]
             times = {v: {} for v in variants}
             for _ in range(a.runs):

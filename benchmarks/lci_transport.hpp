@@ -317,6 +317,10 @@ class lci_transport_t
     lci::g_runtime_init();
     rank_ = lci::get_rank_me();
     nranks_ = lci::get_rank_n();
+    // what ran, for the drivers (benchmarks/compare) to report
+    if (rank_ == 0)
+      std::printf("# backend: %s\n",
+                  lci::get_g_runtime().get_attr_backend().c_str());
   }
   ~lci_transport_t() { lci::g_runtime_fina(); }
 

@@ -160,6 +160,11 @@ RESOURCES = [
              "left to the launcher (which ends the job when a rank dies) "
              "and to network errors; set it (e.g. 10000) where a host or a "
              "link may fail while the job runs on"),
+        attr("bool", "coll_shm", True,
+             "collectives through one shared-memory segment of the "
+             "runtime's ranks when every rank runs on this node "
+             "(docs/COLLECTIVES.md); false: always the point-to-point "
+             "algorithms; the same on every rank"),
         attr("size_t", "idle_spins", 64,
              "progress calls in a row on one thread that find nothing "
              "before that thread yields the core once (sched_yield): in "

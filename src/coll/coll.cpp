@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "coll/shm_team.hpp"
 #include "lci.hpp"
 #include "resource/matching_engine.hpp"
 #include "resource/runtime.hpp"
@@ -41,15 +42,8 @@ namespace lci
 namespace
 {
 
-enum class kind_t : uint64_t {
-  barrier = 1,
-  broadcast,
-  reduce,
-  allreduce,
-  reduce_scatter,
-  allgather,
-  alltoall
-};
+using kind_t = coll::shm_kind_t;
+using coll::kind_name;
 
 constexpr int kStepBits = 20;
 constexpr int kKindBits = 4;
@@ -59,27 +53,8 @@ constexpr uint64_t kKindMask = (uint64_t(1) << kKindBits) - 1;
 constexpr uint64_t kStepLast = 63;        // recursive doubling's result
 constexpr uint64_t kStepScatter = 64;     // reduce_scatter tree's scatter
 constexpr size_t kRingChunk = 256 << 10;  // broadcast ring's pipeline unit
-
-const char* kind_name(uint64_t kind)
-{
-  switch (static_cast<kind_t>(kind)) {
-    case kind_t::barrier:
-      return "barrier";
-    case kind_t::broadcast:
-      return "broadcast";
-    case kind_t::reduce:
-      return "reduce";
-    case kind_t::allreduce:
-      return "allreduce";
-    case kind_t::reduce_scatter:
-      return "reduce_scatter";
-    case kind_t::allgather:
-      return "allgather";
-    case kind_t::alltoall:
-      return "alltoall";
-  }
-  return "collective";
-}
+// polls of the node-local team before a blocking call also drives progress
+constexpr unsigned kAlonePolls = 128;
 
 int mod(int a, int n) { return ((a % n) + n) % n; }
 
@@ -316,6 +291,59 @@ struct finisher_t final : comp_impl_t {
   }
 };
 
+// A node-local collective that a blocking caller waits for.
+struct shm_wait_op_t final : coll::shm_op_t {
+  std::atomic<bool> done{false};
+  coll::shm_result_t result;
+  void finish(const coll::shm_result_t& r) override
+  {
+    result = r;
+    done.store(true, std::memory_order_release);
+  }
+};
+
+// A nonblocking node-local collective: signals the caller's completion
+// object as a graph's finisher does (a failed peer: the error and its rank
+// in the status; ranks that disagree on the arguments: raised from the
+// progress call that ended it, not signalled).
+struct shm_signal_op_t final : coll::shm_op_t {
+  comp_t comp;
+  status_t status;
+  void finish(const coll::shm_result_t& r) override
+  {
+    status_t s = status;
+    if (r.errorcode == errorcode_t::fatal_peer_failure) {
+      s.error = error_t(r.errorcode);
+      s.rank = r.rank;
+    } else if (r.errorcode != errorcode_t::done) {
+      throw fatal_error(r.error);
+    }
+    comp.p_impl->signal(s);
+  }
+};
+
+// The result of a collective on one rank: the input copied to the output
+// (nothing for barrier and broadcast).
+void one_rank(const coll::shm_request_t& r)
+{
+  size_t bytes = 0;
+  switch (r.kind) {
+    case coll::shm_kind_t::barrier:
+    case coll::shm_kind_t::broadcast:
+      return;
+    case coll::shm_kind_t::reduce:
+    case coll::shm_kind_t::allreduce:
+    case coll::shm_kind_t::reduce_scatter:
+      bytes = r.count * r.item_size;
+      break;
+    case coll::shm_kind_t::allgather:
+    case coll::shm_kind_t::alltoall:
+      bytes = r.size;
+      break;
+  }
+  if (bytes && r.in != r.out) std::memmove(r.out, r.in, bytes);
+}
+
 // One collective under construction: the graph and the helpers that add
 // point-to-point, copy and reduction nodes to it.
 class coll_t
@@ -351,6 +379,9 @@ class coll_t
     user_context_ = user_context;
     rank = rt->rank_me;
     nranks = rt->rank_n;
+    // the node-local team serves the runtime's own collective engine
+    // (other engines' collectives may run concurrently with its)
+    if (m == rt->coll_me) team_ = rt->coll_team.get();
     seq_ = m->coll_seq.fetch_add(1, std::memory_order_relaxed) &
            ((uint64_t(1) << (64 - kStepBits - kKindBits)) - 1);
   }
@@ -482,6 +513,80 @@ class coll_t
     if (a && b) graph_add_edge(graph(), a, b);
   }
 
+  // this call's request for run_local
+  coll::shm_request_t request(const void* in, void* out) const
+  {
+    coll::shm_request_t r;
+    r.kind = kind_;
+    r.call = call_;
+    r.in = in;
+    r.out = out;
+    return r;
+  }
+  coll::shm_request_t reduction(const void* in, void* out, size_t count,
+                                size_t item_size, reduce_op_t op) const
+  {
+    coll::shm_request_t r = request(in, out);
+    r.count = count;
+    r.item_size = item_size;
+    r.op = op;
+    return r;
+  }
+
+  // Runs the collective without a graph when it can: on one rank (a local
+  // copy), or through the node-local team when the caller left the
+  // algorithm to the library and the team takes the request. Returns
+  // false when the point-to-point algorithms must run it. `buffer`/`size`
+  // go to the completion status.
+  bool run_local(const coll::shm_request_t& req, bool default_algorithm,
+                 void* buffer, size_t size)
+  {
+    if (nranks > 1 && !(team_ && default_algorithm && team_->accepts(req)))
+      return false;
+    status_t status(errorcode_t::done);
+    status.rank = rank;
+    status.buffer = buffer;
+    status.size = size;
+    status.user_context = user_context_;
+    if (nranks == 1) {
+      one_rank(req);
+      if (!comp_.is_empty()) comp_.p_impl->signal(status);
+      return true;
+    }
+    if (!comp_.is_empty()) {
+      auto op = std::make_shared<shm_signal_op_t>();
+      op->comp = comp_;
+      op->status = status;
+      team_->start(op, req);
+      team_->poll();  // rounds that need no peer go at once
+      return true;
+    }
+    auto op = std::make_shared<shm_wait_op_t>();
+    team_->start(op, req);
+    // poll the team alone for a short while (a peer that is running
+    // arrives within a few hundred nanoseconds, and a progress call in
+    // between only delays seeing it), then also every other poll the
+    // device (point-to-point traffic, peer checks, yielding the core when
+    // idle); an error raised meanwhile is kept until the collective ended,
+    // which must not touch the caller's buffers after it returned
+    std::exception_ptr raised;
+    for (unsigned spins = 1; !op->done.load(std::memory_order_acquire);
+         ++spins) {
+      try {
+        if (team_->poll() || spins < kAlonePolls || (spins & 1) != 0) continue;
+        progress_x().runtime(runtime_).device(device_)();
+      } catch (...) {
+        if (!raised) raised = std::current_exception();
+      }
+    }
+    const coll::shm_result_t& r = op->result;
+    if (r.errorcode == errorcode_t::fatal_peer_failure)
+      throw peer_failure_error(r.error, r.rank);
+    if (r.errorcode != errorcode_t::done) throw fatal_error(r.error);
+    if (raised) std::rethrow_exception(raised);
+    return true;
+  }
+
   // Starts the collective; returns once it completed unless the caller gave
   // a completion object. `buffer`/`size` go to the completion status.
   void run(void* buffer, size_t size)
@@ -545,6 +650,7 @@ class coll_t
   state_t* state_ = nullptr;
   graph_node_t state_node_ = nullptr;
   uint64_t seq_ = 0;
+  coll::shm_team_t* team_ = nullptr;
 };
 
 // ---- algorithms -----------------------------------------------------------
@@ -874,7 +980,8 @@ void barrier_x::call_impl(runtime_t runtime, device_t device,
 {
   coll_t c("barrier", kind_t::barrier, runtime, device, matching_engine, comp,
            user_context);
-  if (c.nranks > 1) barrier_dissemination(c);
+  if (c.run_local(c.request(nullptr, nullptr), true, nullptr, 0)) return;
+  barrier_dissemination(c);
   c.run(nullptr, 0);
 }
 
@@ -890,6 +997,11 @@ void broadcast_x::call_impl(void* buffer, size_t size, int root,
   c.check_buffer(buffer, size, "buffer");
   c.check_algorithm(static_cast<int>(algorithm),
                     static_cast<int>(broadcast_algorithm_t::ring));
+  coll::shm_request_t req = c.request(buffer, buffer);
+  req.size = size;
+  req.root = root;
+  if (c.run_local(req, algorithm == broadcast_algorithm_t::none, buffer, size))
+    return;
   int n = c.nranks;
   if (algorithm == broadcast_algorithm_t::none)
     algorithm = n <= 3                      ? broadcast_algorithm_t::direct
@@ -926,6 +1038,12 @@ void reduce_x::call_impl(const void* sendbuf, void* recvbuf, size_t count,
   size_t bytes = c.check_items(count, item_size, 1, op);
   c.check_buffer(sendbuf, bytes, "sendbuf");
   if (c.rank == root) c.check_buffer(recvbuf, bytes, "recvbuf");
+  coll::shm_request_t req = c.reduction(
+      sendbuf, c.rank == root ? recvbuf : nullptr, count, item_size, op);
+  req.root = root;
+  if (c.run_local(req, true, c.rank == root ? recvbuf : nullptr,
+                  c.rank == root ? bytes : 0))
+    return;
   void* acc = c.rank == root ? recvbuf : c.scratch(bytes);
   reduce_tree(c, sendbuf, acc, count, bytes, op, root, nullptr);
   c.run(c.rank == root ? recvbuf : nullptr, c.rank == root ? bytes : 0);
@@ -944,6 +1062,9 @@ void allreduce_x::call_impl(const void* sendbuf, void* recvbuf, size_t count,
   c.check_buffer(recvbuf, bytes, "recvbuf");
   c.check_algorithm(static_cast<int>(algorithm),
                     static_cast<int>(allreduce_algorithm_t::ring));
+  if (c.run_local(c.reduction(sendbuf, recvbuf, count, item_size, op),
+                  algorithm == allreduce_algorithm_t::none, recvbuf, bytes))
+    return;
   int n = c.nranks;
   if (algorithm == allreduce_algorithm_t::none)
     algorithm =
@@ -987,6 +1108,10 @@ void reduce_scatter_x::call_impl(const void* sendbuf, void* recvbuf,
   c.check_buffer(recvbuf, bytes, "recvbuf");
   c.check_algorithm(static_cast<int>(algorithm),
                     static_cast<int>(reduce_scatter_algorithm_t::ring));
+  if (c.run_local(c.reduction(sendbuf, recvbuf, recvcount, item_size, op),
+                  algorithm == reduce_scatter_algorithm_t::none, recvbuf,
+                  bytes))
+    return;
   const char* in = static_cast<const char*>(sendbuf);
   if (algorithm == reduce_scatter_algorithm_t::none)
     algorithm = n > 2 && bytes * n >= (size_t(64) << 10)
@@ -1050,6 +1175,11 @@ void allgather_x::call_impl(const void* sendbuf, void* recvbuf, size_t size,
   c.check_buffer(recvbuf, size * n, "recvbuf");
   c.check_algorithm(static_cast<int>(algorithm),
                     static_cast<int>(allgather_algorithm_t::ring));
+  coll::shm_request_t req = c.request(sendbuf, recvbuf);
+  req.size = size;
+  if (c.run_local(req, algorithm == allgather_algorithm_t::none, recvbuf,
+                  size * n))
+    return;
   char* out = static_cast<char*>(recvbuf);
   if (algorithm == allgather_algorithm_t::none)
     algorithm = n > 2 && size * n >= (size_t(64) << 10)
@@ -1092,6 +1222,9 @@ void alltoall_x::call_impl(const void* sendbuf, void* recvbuf, size_t size,
   c.check_size(size, n);
   c.check_buffer(sendbuf, size * n, "sendbuf");
   c.check_buffer(recvbuf, size * n, "recvbuf");
+  coll::shm_request_t req = c.request(sendbuf, recvbuf);
+  req.size = size;
+  if (c.run_local(req, true, recvbuf, size * n)) return;
   const char* in = static_cast<const char*>(sendbuf);
   char* out = static_cast<char*>(recvbuf);
   // in place (or any overlap): the receives would overwrite blocks not

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "coll/shm_team.hpp"
 #include "core/globals.hpp"
 #include "core/peer_failure.hpp"
 #include "core/progress.hpp"
@@ -97,6 +98,19 @@ runtime_impl_t::runtime_impl_t(const runtime_attr_t& a) : attr(a)
   tag = agree_on_tag(*bootstrap, net::node_id(attr, rank_me), &procs, &nodes);
   init_peer_tracking(this, procs.data());
   net_context = net::alloc_context(attr, rank_me, rank_n, nodes);
+  // the node-local collectives (every rank opens the team or none does)
+  if (attr.coll_shm) {
+    bool node_local =
+        std::all_of(nodes.begin(), nodes.end(),
+                    [&](const std::string& n) { return n == nodes[0]; });
+    coll_team = coll::shm_team_t::open(*bootstrap, rank_me, rank_n, node_local);
+    if (coll_team)
+      coll_team->set_failure_check(
+          [](void* rt, int r) {
+            return peer_is_failed(static_cast<runtime_impl_t*>(rt), r);
+          },
+          this);
+  }
   const net::caps_t& caps = net_context->caps();
   this->attr.backend = caps.backend;  // auto: the backend in force
   // and the provider in force (auto without libfabric: every rank is on

@@ -16,6 +16,11 @@
 #include "core/globals.hpp"
 #include "lci.hpp"
 #include "net/net.hpp"
+
+namespace lci::coll
+{
+class shm_team_t;
+}
 #include "resource/device.hpp"
 #include "resource/mr.hpp"
 #include "util/id_table.hpp"
@@ -115,6 +120,9 @@ class runtime_impl_t
   // default_me, so its index agrees on every rank)
   matching_engine_impl_t* coll_me = nullptr;
   device_impl_t* default_device = nullptr;
+  // the node-local collectives' shared segment (coll/shm_team.hpp): null
+  // unless every rank runs on this node and attr.coll_shm
+  std::unique_ptr<coll::shm_team_t> coll_team;
   // where active-message buffers come from (set_allocator); null: the
   // default allocator, malloc and free, called directly
   std::atomic<allocator_base_t*> allocator{nullptr};

@@ -6,6 +6,7 @@
 #define LCI_TESTS_MULTI_MP_CHECK_HPP
 
 #include <atomic>
+#include <cstddef>
 #include <cstdio>
 #include <lci.hpp>
 
@@ -36,6 +37,15 @@ inline bool init_ranks(const char* prog, int n)
   if (lci::get_rank_n() == n) return true;
   std::fprintf(stderr, "%s: run with %d ranks\n", prog, n);
   return false;
+}
+
+// A reduction operator of the collective tests: bytes added modulo 256.
+inline void add_bytes(const void* l, const void* r, void* d, size_t n)
+{
+  auto* a = static_cast<const unsigned char*>(l);
+  auto* b = static_cast<const unsigned char*>(r);
+  auto* o = static_cast<unsigned char*>(d);
+  for (size_t i = 0; i < n; ++i) o[i] = static_cast<unsigned char>(a[i] + b[i]);
 }
 }  // namespace mp
 

@@ -51,13 +51,7 @@ void fill_bytes(unsigned char* p, size_t n, int r, unsigned seq,
 
 // reduction operators: bytes added modulo 256, and 64-bit words combined
 // with a commutative, associative mix (sum of words)
-void add_bytes(const void* l, const void* r, void* d, size_t n)
-{
-  auto* a = static_cast<const unsigned char*>(l);
-  auto* b = static_cast<const unsigned char*>(r);
-  auto* o = static_cast<unsigned char*>(d);
-  for (size_t i = 0; i < n; ++i) o[i] = static_cast<unsigned char>(a[i] + b[i]);
-}
+using mp::add_bytes;
 void add_words(const void* l, const void* r, void* d, size_t n)
 {
   auto* a = static_cast<const uint64_t*>(l);

@@ -1,0 +1,528 @@
+// The shared-memory team of the node-local collectives; see shm_team.hpp.
+//
+// Segment (created by rank 0, mapped by every rank, unlinked by rank 0 as
+// soon as every rank mapped it, so a finished or killed job leaves nothing
+// in /dev/shm; the name starts "lci-shm-<pid>-", which lcrun removes when
+// it kills rank 0 in between), in cache lines:
+//
+//   header   magic, rank count, slot size
+//   control  per rank one line: the last round it published (`arrive`) and,
+//            per round parity, what it called in that round (kind, root,
+//            bytes, item size), which every rank compares with its own
+//   slots    per rank two data slots of slot_bytes (rounds alternate)
+//
+// Round numbers only grow: a rank that is a round ahead never confuses a
+// slower one, and the flags need no reset.
+#include "coll/shm_team.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <sstream>
+#include <utility>
+
+#include "bootstrap/bootstrap.hpp"
+
+namespace lci::coll
+{
+namespace
+{
+
+constexpr uint64_t kMagic = 0x4c43492d636f6c31ull;  // "LCI-col1"
+// the most ranks of a team: every rank reads every rank's control line in
+// every round (flat), which stops paying somewhere above this
+constexpr int kMaxRanks = 64;
+// the most input bytes per rank a collective may have to run here; larger
+// ones take the point-to-point algorithms, which copy once with
+// cross-memory attach on the native backend
+constexpr size_t kMaxBytes = size_t(256) << 10;
+
+struct desc_t {
+  uint32_t kind;
+  int32_t root;
+  uint64_t bytes;
+  uint64_t item_size;
+  bool operator==(const desc_t& o) const
+  {
+    return kind == o.kind && root == o.root && bytes == o.bytes &&
+           item_size == o.item_size;
+  }
+};
+
+struct header_t {
+  uint64_t magic;
+  uint64_t nranks;
+  uint64_t slot_bytes;
+};
+
+bool overlaps(const void* a, size_t an, const void* b, size_t bn)
+{
+  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return an && bn && x < y + bn && y < x + an;
+}
+
+// the per-rank slot: 64 KiB up to 16 ranks, then smaller (the segment
+// stays within 2 MiB + 128 KiB), at least 4 KiB
+size_t slot_bytes_for(int n)
+{
+  size_t s = n <= 16 ? size_t(64) << 10 : (size_t(2) << 20) / (2 * n);
+  return std::max<size_t>(4096, s / 64 * 64);
+}
+
+desc_t describe(const shm_request_t& r)
+{
+  desc_t d{static_cast<uint32_t>(r.kind), r.root, 0, r.item_size};
+  switch (r.kind) {
+    case shm_kind_t::barrier:
+      break;
+    case shm_kind_t::broadcast:
+    case shm_kind_t::allgather:
+    case shm_kind_t::alltoall:
+      d.bytes = r.size;
+      break;
+    case shm_kind_t::reduce:
+    case shm_kind_t::allreduce:
+    case shm_kind_t::reduce_scatter:
+      d.bytes = r.count * r.item_size;
+      break;
+  }
+  if (r.kind != shm_kind_t::broadcast && r.kind != shm_kind_t::reduce)
+    d.root = 0;
+  return d;
+}
+
+uint64_t name_counter()
+{
+  static std::atomic<uint64_t> n{0};
+  return n.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+const char* kind_name(uint64_t kind)
+{
+  static const char* const names[] = {
+      "collective", "barrier",        "broadcast", "reduce",
+      "allreduce",  "reduce_scatter", "allgather", "alltoall"};
+  return kind < 8 ? names[kind] : "collective";
+}
+
+struct alignas(64) shm_team_t::ctrl_t {
+  std::atomic<uint64_t> arrive;
+  desc_t desc[2];
+};
+
+std::unique_ptr<shm_team_t> shm_team_t::open(bootstrap::backend_t& boot,
+                                             int rank_me, int rank_n,
+                                             bool node_local)
+{
+  if (!node_local || rank_n < 2 || rank_n > kMaxRanks) return nullptr;
+  const size_t slot = slot_bytes_for(rank_n);
+  const size_t off_slots =
+      (64 + 64 * static_cast<size_t>(rank_n) + 4095) / 4096 * 4096;
+  const size_t total = off_slots + 2 * slot * static_cast<size_t>(rank_n);
+  // rank 0 creates the segment and tells the others its name ("" when it
+  // could not)
+  char name[64] = {};
+  int fd = -1;
+  if (rank_me == 0) {
+    uint64_t nonce = static_cast<uint64_t>(
+        std::chrono::steady_clock::now().time_since_epoch().count());
+    std::snprintf(name, sizeof(name), "/lci-shm-%ld-coll%llx-%llu",
+                  static_cast<long>(getpid()),
+                  static_cast<unsigned long long>(nonce & 0xffffffffu),
+                  static_cast<unsigned long long>(name_counter()));
+    fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd >= 0 && ftruncate(fd, static_cast<off_t>(total)) != 0) {
+      close(fd);
+      shm_unlink(name);
+      fd = -1;
+    }
+    if (fd < 0) name[0] = '\0';
+  }
+  std::vector<char> names(64 * static_cast<size_t>(rank_n));
+  try {
+    boot.allgather(name, names.data(), 64);
+  } catch (...) {
+    if (fd >= 0) {
+      close(fd);
+      shm_unlink(name);
+    }
+    throw;
+  }
+  std::memcpy(name, names.data(), 64);
+  name[63] = '\0';
+  void* base = MAP_FAILED;
+  if (name[0] != '\0') {
+    if (rank_me != 0) fd = shm_open(name, O_RDWR, 0);
+    if (fd >= 0) {
+      base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      close(fd);
+    }
+  }
+  // the team exists only if every rank mapped the segment
+  char ok = base != MAP_FAILED ? 1 : 0;
+  std::vector<char> oks(static_cast<size_t>(rank_n));
+  try {
+    boot.allgather(&ok, oks.data(), 1);
+  } catch (...) {
+    if (rank_me == 0 && name[0] != '\0') shm_unlink(name);
+    if (base != MAP_FAILED) munmap(base, total);
+    throw;
+  }
+  if (rank_me == 0 && name[0] != '\0') shm_unlink(name);
+  bool all = std::all_of(oks.begin(), oks.end(), [](char c) { return c; });
+  if (!all) {
+    if (base != MAP_FAILED) munmap(base, total);
+    return nullptr;
+  }
+  auto* h = static_cast<header_t*>(base);
+  if (rank_me == 0) *h = header_t{kMagic, static_cast<uint64_t>(rank_n), slot};
+  return std::unique_ptr<shm_team_t>(
+      new shm_team_t(rank_me, rank_n, base, total, slot));
+}
+
+shm_team_t::shm_team_t(int rank_me, int rank_n, void* base, size_t bytes,
+                       size_t slot_bytes)
+    : rank_me_(rank_me),
+      rank_n_(rank_n),
+      base_(base),
+      bytes_(bytes),
+      slot_bytes_(slot_bytes)
+{
+  static_assert(sizeof(ctrl_t) == 64, "one line per rank");
+}
+
+shm_team_t::~shm_team_t() { munmap(base_, bytes_); }
+
+shm_team_t::ctrl_t* shm_team_t::ctrl(int r) const
+{
+  return reinterpret_cast<ctrl_t*>(static_cast<char*>(base_) + 64 +
+                                   64 * static_cast<size_t>(r));
+}
+
+char* shm_team_t::slot(int r, uint64_t epoch) const
+{
+  size_t off_slots =
+      (64 + 64 * static_cast<size_t>(rank_n_) + 4095) / 4096 * 4096;
+  return static_cast<char*>(base_) + off_slots +
+         (2 * static_cast<size_t>(r) + (epoch & 1)) * slot_bytes_;
+}
+
+bool shm_team_t::accepts(const shm_request_t& r) const
+{
+  const size_t n = static_cast<size_t>(rank_n_);
+  switch (r.kind) {
+    case shm_kind_t::barrier:
+      return true;
+    case shm_kind_t::broadcast:
+    case shm_kind_t::allgather:
+      return r.size <= kMaxBytes;
+    case shm_kind_t::alltoall:
+      return r.size <= kMaxBytes / n && slot_bytes_ / n > 0;
+    case shm_kind_t::reduce:
+    case shm_kind_t::allreduce:
+      return r.item_size <= slot_bytes_ && r.count * r.item_size <= kMaxBytes;
+    case shm_kind_t::reduce_scatter:
+      return r.item_size <= slot_bytes_ / n &&
+             r.count * r.item_size <= kMaxBytes / n;
+  }
+  return false;
+}
+
+void shm_team_t::start(std::shared_ptr<shm_op_t> op, const shm_request_t& req)
+{
+  const size_t n = static_cast<size_t>(rank_n_);
+  shm_op_t& o = *op;
+  o.req_ = req;
+  size_t total = 0;     // chunk units to move
+  size_t in_bytes = 0;  // input and output extents, for overlaps
+  size_t out_bytes = 0;
+  bool safe_alias = false;  // in-place forms that need no snapshot
+  const char* in = static_cast<const char*>(req.in);
+  const char* out = static_cast<const char*>(req.out);
+  switch (req.kind) {
+    case shm_kind_t::barrier:
+      break;
+    case shm_kind_t::broadcast:
+      o.chunk_ = slot_bytes_;
+      total = req.size;
+      break;
+    case shm_kind_t::reduce:
+    case shm_kind_t::allreduce:
+      o.chunk_ = slot_bytes_ / std::max<size_t>(req.item_size, 1);
+      total = req.count;
+      in_bytes = out_bytes = req.count * req.item_size;
+      safe_alias = in == out;
+      break;
+    case shm_kind_t::reduce_scatter:
+      o.chunk_ = slot_bytes_ / n / std::max<size_t>(req.item_size, 1);
+      total = req.count;
+      out_bytes = req.count * req.item_size;
+      in_bytes = out_bytes * n;
+      safe_alias = out == in || out == in + out_bytes * rank_me_;
+      break;
+    case shm_kind_t::allgather:
+      o.chunk_ = slot_bytes_;
+      total = req.size;
+      in_bytes = req.size;
+      out_bytes = req.size * n;
+      safe_alias = in == out + req.size * rank_me_;
+      break;
+    case shm_kind_t::alltoall:
+      o.chunk_ = slot_bytes_ / n;
+      total = req.size;
+      in_bytes = out_bytes = req.size * n;
+      safe_alias = in == out;
+      break;
+  }
+  o.nrounds_ =
+      o.chunk_ ? std::max<size_t>(1, (total + o.chunk_ - 1) / o.chunk_) : 1;
+  // one round copies every input into the slots before it writes an
+  // output; several rounds would read inputs that earlier rounds' outputs
+  // overwrote, unless the overlap is an in-place form the chunk order
+  // keeps apart
+  if (o.nrounds_ > 1 && !safe_alias && out &&
+      overlaps(in, in_bytes, out, out_bytes)) {
+    o.snapshot_.assign(in, in + in_bytes);
+    o.req_.in = o.snapshot_.data();
+  }
+  shm_result_t failed;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (broken_.errorcode == errorcode_t::done) {
+      queue_.push_back(op);
+      npending_.fetch_add(1, std::memory_order_release);
+      return;
+    }
+    failed = broken_;
+  }
+  op->finish(failed);
+}
+
+void shm_team_t::write_phase(shm_op_t& op, char* mine)
+{
+  const shm_request_t& r = op.req_;
+  const size_t n = static_cast<size_t>(rank_n_);
+  const size_t off = op.round_ * op.chunk_;
+  const char* in = static_cast<const char*>(r.in);
+  switch (r.kind) {
+    case shm_kind_t::barrier:
+      return;
+    case shm_kind_t::broadcast:
+      if (rank_me_ == r.root && off < r.size)
+        std::memcpy(mine, static_cast<char*>(r.out) + off,
+                    std::min(op.chunk_, r.size - off));
+      return;
+    case shm_kind_t::allgather:
+      if (off < r.size)
+        std::memcpy(mine, in + off, std::min(op.chunk_, r.size - off));
+      return;
+    case shm_kind_t::alltoall:
+      if (off < r.size) {
+        size_t len = std::min(op.chunk_, r.size - off);
+        for (size_t j = 0; j < n; ++j)
+          std::memcpy(mine + j * op.chunk_, in + j * r.size + off, len);
+      }
+      return;
+    case shm_kind_t::reduce:
+    case shm_kind_t::allreduce:
+      if (off < r.count)
+        std::memcpy(mine, in + off * r.item_size,
+                    std::min(op.chunk_, r.count - off) * r.item_size);
+      return;
+    case shm_kind_t::reduce_scatter:
+      if (off < r.count) {
+        size_t len = std::min(op.chunk_, r.count - off) * r.item_size;
+        size_t block = r.count * r.item_size;
+        for (size_t j = 0; j < n; ++j)
+          std::memcpy(mine + j * op.chunk_ * r.item_size,
+                      in + j * block + off * r.item_size, len);
+      }
+      return;
+  }
+}
+
+void shm_team_t::read_phase(shm_op_t& op, uint64_t epoch)
+{
+  const shm_request_t& r = op.req_;
+  const int n = rank_n_;
+  const size_t off = op.round_ * op.chunk_;
+  char* out = static_cast<char*>(r.out);
+  switch (r.kind) {
+    case shm_kind_t::barrier:
+      return;
+    case shm_kind_t::broadcast:
+      if (rank_me_ != r.root && off < r.size)
+        std::memcpy(out + off, slot(r.root, epoch),
+                    std::min(op.chunk_, r.size - off));
+      return;
+    case shm_kind_t::allgather:
+      if (off < r.size) {
+        size_t len = std::min(op.chunk_, r.size - off);
+        for (int j = 0; j < n; ++j)
+          std::memcpy(out + j * r.size + off, slot(j, epoch), len);
+      }
+      return;
+    case shm_kind_t::alltoall:
+      if (off < r.size) {
+        size_t len = std::min(op.chunk_, r.size - off);
+        for (int j = 0; j < n; ++j)
+          std::memcpy(out + j * r.size + off,
+                      slot(j, epoch) + rank_me_ * op.chunk_, len);
+      }
+      return;
+    case shm_kind_t::reduce:
+    case shm_kind_t::allreduce:
+    case shm_kind_t::reduce_scatter: {
+      if (r.kind == shm_kind_t::reduce && rank_me_ != r.root) return;
+      if (off >= r.count) return;
+      size_t len = std::min(op.chunk_, r.count - off);
+      size_t at = r.kind == shm_kind_t::reduce_scatter
+                      ? rank_me_ * op.chunk_ * r.item_size
+                      : 0;
+      char* dst = out + off * r.item_size;
+      // in rank order, as every rank does: the same bytes everywhere
+      r.op(slot(0, epoch) + at, slot(1, epoch) + at, dst, len);
+      for (int j = 2; j < n; ++j) r.op(dst, slot(j, epoch) + at, dst, len);
+      return;
+    }
+  }
+}
+
+bool shm_team_t::needs(const shm_op_t& op, int j) const
+{
+  switch (op.req_.kind) {
+    case shm_kind_t::broadcast:
+      return rank_me_ != op.req_.root && j == op.req_.root;
+    case shm_kind_t::reduce:
+      return rank_me_ == op.req_.root;
+    default:
+      return true;
+  }
+}
+
+int shm_team_t::wait_for(shm_op_t& op, uint64_t e, bool all,
+                         shm_result_t* result)
+{
+  for (; op.waiting_ < rank_n_; ++op.waiting_) {
+    const int j = op.waiting_;
+    if (j == rank_me_ || !(all || needs(op, j))) continue;
+    if (ctrl(j)->arrive.load(std::memory_order_acquire) >= e) continue;
+    if (!failed_ || !failed_(failed_ctx_, j)) return 0;
+    result->errorcode = errorcode_t::fatal_peer_failure;
+    result->rank = j;
+    std::ostringstream os;
+    os << "lci::" << op.req_.call << ": rank " << j
+       << " failed before it joined round " << op.round_
+       << " of the collective: fatal_peer_failure";
+    result->error = os.str();
+    return -1;
+  }
+  return 1;
+}
+
+bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
+{
+  ctrl_t* mine = ctrl(rank_me_);
+  while (op.round_ < op.nrounds_) {
+    const uint64_t e = epoch_ + 1;
+    if (!op.written_) {
+      // slot e % 2 and description e % 2 were last read in round e - 2,
+      // by ranks that have all finished it once they published e - 1
+      // (usually known already: a round waits for every rank)
+      int w = wait_for(op, e - 1, true, result);
+      if (w <= 0) return w < 0;
+      write_phase(op, slot(rank_me_, e));
+      mine->desc[e & 1] = describe(op.req_);
+      mine->arrive.store(e, std::memory_order_release);
+      op.written_ = true;
+      op.waiting_ = 0;
+    }
+    // the ranks whose data (or arrival) this rank needs: broadcast's root
+    // and reduce's other ranks need nobody, so they go on at once
+    int w = wait_for(op, e, false, result);
+    if (w <= 0) return w < 0;
+    // every rank must have called the same collective with the same sizes
+    const desc_t& me = mine->desc[e & 1];
+    for (int j = 0; j < rank_n_; ++j) {
+      if (j == rank_me_ || !needs(op, j)) continue;
+      const desc_t& d = ctrl(j)->desc[e & 1];
+      if (d == me) continue;
+      std::ostringstream os;
+      os << "lci::" << op.req_.call << ": rank " << j << " called "
+         << kind_name(d.kind) << " with " << d.bytes << " bytes (item size "
+         << d.item_size << ", root " << d.root << ") where this rank called "
+         << kind_name(me.kind) << " with " << me.bytes << " bytes (item size "
+         << me.item_size << ", root " << me.root
+         << ") (do all ranks pass the same sizes, counts and root?)";
+      result->errorcode = errorcode_t::fatal;
+      result->rank = j;
+      result->error = os.str();
+      return true;
+    }
+    read_phase(op, e);
+    epoch_ = e;
+    ++op.round_;
+    op.written_ = false;
+    op.waiting_ = 0;
+  }
+  return true;
+}
+
+bool shm_team_t::poll()
+{
+  if (npending_.load(std::memory_order_acquire) == 0) return true;
+  if (polling_.test_and_set(std::memory_order_acquire)) return false;
+  std::vector<std::pair<std::shared_ptr<shm_op_t>, shm_result_t>> ended;
+  bool empty = false;
+  try {
+    for (;;) {
+      if (!current_) {
+        std::lock_guard<std::mutex> lock(queue_mu_);
+        if (queue_.empty()) {
+          empty = true;
+          break;
+        }
+        current_ = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      shm_result_t r;
+      if (!advance(*current_, &r)) break;
+      if (r.errorcode != errorcode_t::done) {
+        // the ranks no longer agree on the rounds: every later collective
+        // of the team fails with this error
+        std::lock_guard<std::mutex> lock(queue_mu_);
+        broken_ = r;
+        for (auto& q : queue_) ended.emplace_back(std::move(q), r);
+        npending_.fetch_sub(queue_.size(), std::memory_order_relaxed);
+        queue_.clear();
+      }
+      npending_.fetch_sub(1, std::memory_order_release);
+      ended.emplace_back(std::move(current_), r);
+      current_.reset();
+    }
+  } catch (...) {
+    polling_.clear(std::memory_order_release);
+    throw;
+  }
+  polling_.clear(std::memory_order_release);
+  // outside the lock: a completion may start the next collective
+  std::exception_ptr first;
+  for (auto& e : ended) {
+    try {
+      e.first->finish(e.second);
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+  return empty;
+}
+
+}  // namespace lci::coll

@@ -1,0 +1,173 @@
+// Node-local collectives through one shared-memory segment (docs/
+// COLLECTIVES.md, "Shared-memory collectives").
+//
+// A team is the ranks of a runtime when all of them run on one node: they
+// share a segment with, per rank, a control cache line (a round counter and
+// the round's check word) and two data slots. A collective is a sequence of
+// rounds; in round e every rank waits until every rank published e - 1
+// (so all of them finished reading round e - 2, the last user of slot
+// e % 2), copies its part of the input into its slot e % 2, publishes e in
+// its control line (release), waits until the ranks it needs published e
+// (acquire; every rank, except that a broadcast's root and a reduce's
+// non-roots need nobody and a broadcast's other ranks only the root), and
+// copies (or reduces) what it needs out of the slots. No other handshake.
+// Data is copied once into and once out of the segment; a collective larger
+// than a slot runs in several rounds (a pipeline of chunks).
+//
+// The interface is small on purpose: the collective layer (coll.cpp) builds
+// a request from a call's arguments, asks whether the team takes it
+// (`accepts`), starts it, and drives it with `poll` (from its blocking wait
+// or from progress). Collectives of one team run one after the other in the
+// order they were started, which is the same on every rank (the ordering
+// rule of a matching engine).
+#ifndef LCI_COLL_SHM_TEAM_HPP
+#define LCI_COLL_SHM_TEAM_HPP
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "lci.hpp"
+
+namespace lci::bootstrap
+{
+class backend_t;
+}
+
+namespace lci::coll
+{
+
+enum class shm_kind_t : uint8_t {
+  barrier = 1,
+  broadcast,
+  reduce,
+  allreduce,
+  reduce_scatter,
+  allgather,
+  alltoall
+};
+
+// "barrier", ... ("collective" for other values)
+const char* kind_name(uint64_t kind);
+
+// One collective's arguments at this rank. Sizes: broadcast `size` bytes;
+// reduce, allreduce, reduce_scatter `count` items of `item_size` bytes (per
+// rank's block for reduce_scatter); allgather, alltoall `size` bytes per
+// rank (per block).
+struct shm_request_t {
+  shm_kind_t kind = shm_kind_t::barrier;
+  const char* call = "";  // "barrier", ... for messages
+  const void* in = nullptr;
+  void* out = nullptr;
+  size_t size = 0;
+  size_t count = 0;
+  size_t item_size = 0;
+  reduce_op_t op = nullptr;
+  int root = 0;
+};
+
+// How a collective ended: errorcode done, or fatal_peer_failure with the
+// failed rank, or fatal with `error` (ranks passed different arguments).
+struct shm_result_t {
+  errorcode_t errorcode = errorcode_t::done;
+  int rank = -1;
+  std::string error;
+};
+
+// A collective in progress; `finish` runs once, after it ended, outside the
+// team's lock, from the thread that drove it to its end.
+class shm_op_t
+{
+ public:
+  virtual ~shm_op_t() = default;
+  virtual void finish(const shm_result_t& result) = 0;
+
+ private:
+  friend class shm_team_t;
+  shm_request_t req_;
+  size_t chunk_ = 0;  // bytes (broadcast, allgather, alltoall block) or
+                      // items (reductions) per round
+  uint64_t nrounds_ = 1;
+  uint64_t round_ = 0;          // rounds done
+  bool written_ = false;        // this round's input is in the slot
+  int waiting_ = 0;             // the first rank not seen in this round yet
+  std::vector<char> snapshot_;  // the input, when the output overlaps it
+};
+
+class shm_team_t
+{
+ public:
+  // Every rank of the runtime calls it at runtime allocation (it runs two
+  // bootstrap allgathers); returns null on every rank unless all of them
+  // opened the segment. `node_local`: every rank runs on this node (the
+  // same answer everywhere).
+  static std::unique_ptr<shm_team_t> open(bootstrap::backend_t& boot,
+                                          int rank_me, int rank_n,
+                                          bool node_local);
+  ~shm_team_t();
+  shm_team_t(const shm_team_t&) = delete;
+  shm_team_t& operator=(const shm_team_t&) = delete;
+
+  // Whether the team runs this collective (size limits, item sizes); the
+  // answer depends only on arguments every rank passes alike.
+  bool accepts(const shm_request_t& req) const;
+  // Queues the collective (after the ones started before it). A team that
+  // failed (a peer died, ranks disagreed) finishes it at once with that
+  // error.
+  void start(std::shared_ptr<shm_op_t> op, const shm_request_t& req);
+  // Runs the queued collectives as far as they can go without waiting;
+  // returns true when the queue is empty. One thread at a time (others
+  // return false at once). `failed(ctx, rank)`: whether a rank is known to
+  // have failed.
+  bool poll();
+  void set_failure_check(bool (*failed)(void*, int), void* ctx)
+  {
+    failed_ = failed;
+    failed_ctx_ = ctx;
+  }
+  // Cheap test for progress: collectives are queued or running.
+  bool pending() const { return npending_.load(std::memory_order_relaxed); }
+
+ private:
+  struct ctrl_t;
+  shm_team_t(int rank_me, int rank_n, void* base, size_t bytes,
+             size_t slot_bytes);
+  ctrl_t* ctrl(int r) const;
+  char* slot(int r, uint64_t epoch) const;
+  // one step of the head collective: true when it ended
+  bool advance(shm_op_t& op, shm_result_t* result);
+  // whether this rank reads rank j's slot (or must see j arrive) in a
+  // round of op
+  bool needs(const shm_op_t& op, int j) const;
+  // whether every rank (all) or every rank this one needs published round
+  // e: 1 yes, 0 not yet, -1 one of them failed (*result says which)
+  int wait_for(shm_op_t& op, uint64_t e, bool all, shm_result_t* result);
+  void write_phase(shm_op_t& op, char* mine);
+  void read_phase(shm_op_t& op, uint64_t epoch);
+
+  int rank_me_, rank_n_;
+  void* base_;
+  size_t bytes_;
+  size_t slot_bytes_;
+  uint64_t epoch_ = 0;  // rounds this rank completed
+  bool (*failed_)(void*, int) = nullptr;
+  void* failed_ctx_ = nullptr;
+  // the collective being run (only by the thread that holds polling_)
+  std::shared_ptr<shm_op_t> current_;
+  // the collectives started after it, oldest first, and the error that
+  // stopped the team (errorcode done while it works); under queue_mu_
+  std::mutex queue_mu_;
+  std::deque<std::shared_ptr<shm_op_t>> queue_;
+  shm_result_t broken_;
+  std::atomic<size_t> npending_{0};
+  std::atomic_flag polling_ = ATOMIC_FLAG_INIT;
+};
+
+}  // namespace lci::coll
+
+#endif  // LCI_COLL_SHM_TEAM_HPP
