@@ -518,7 +518,7 @@ TEST_F(LciTest, ReservedRemoteCompletions)
   EXPECT_THAT(msg, HasSubstr("was not reserved"));
   msg = fatal_message([] { lci::reserve_rcomps(0); });
   EXPECT_THAT(msg, HasSubstr("bad count"));
-  msg = fatal_message([] { lci::reserve_rcomps(1u << 24); });
+  msg = fatal_message([] { lci::reserve_rcomps((1u << 24) + 1); });
   EXPECT_THAT(msg, HasSubstr("would pass the largest remote completion"));
   int value = 42;
   lci::status_t st = lci_test::post_retry([&] {
