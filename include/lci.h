@@ -137,6 +137,10 @@ typedef struct lci_status_t {
 /* Handles (NULL: empty); the resource handles (lci_runtime_t,
  * lci_device_t, ...) are generated with the operations. */
 typedef struct lci_mr_s* lci_mr_t;
+/* Upstream LCI 2's network context and endpoint: handles on a runtime's one
+ * network context and on a device's one endpoint (lci.hpp). */
+typedef struct lci_net_context_s* lci_net_context_t;
+typedef struct lci_endpoint_s* lci_endpoint_t;
 /* A completion object: a synchronizer, completion queue, handler, counter
  * or graph of this interface, or a C++ lci::comp_impl_t. */
 typedef struct lci_comp_s* lci_comp_t;

@@ -289,6 +289,49 @@ class mr_t
   bool operator!=(const mr_t& o) const { return p_impl != o.p_impl; }
 };
 
+// Network contexts and endpoints, upstream LCI 2's names for the network
+// layer under a device (docs/ARCHITECTURE.md, "Compatibility with upstream
+// LCI 2"). Here a runtime has one network context (its libfabric domain or
+// native shm segment) and a device has one endpoint (its send queue and
+// completion queue): a net_context_t is a handle on the runtime's context
+// and an endpoint_t a handle on its device's endpoint. Posting with
+// .endpoint(e) posts on e's device. The attributes report the context in
+// force.
+class net_context_impl_t;
+class net_context_t
+{
+ public:
+  net_context_impl_t* p_impl;
+  net_context_t() : p_impl(nullptr) {}
+  explicit net_context_t(net_context_impl_t* p) : p_impl(p) {}
+  bool is_empty() const { return p_impl == nullptr; }
+  net_context_impl_t* get_impl() const { return p_impl; }
+  bool operator==(const net_context_t& o) const { return p_impl == o.p_impl; }
+  bool operator!=(const net_context_t& o) const { return p_impl != o.p_impl; }
+  // throw lci::fatal_error on an empty or freed handle
+  std::string get_attr_backend() const;  // ofi or shm (the runtime's)
+  std::string get_attr_ofi_provider_name() const;
+  size_t get_attr_max_msg_size() const;     // largest single RDMA transfer
+  size_t get_attr_max_inject_size() const;  // largest inject payload
+  bool get_attr_support_putimm() const;     // RDMA write with immediate data
+};
+
+class endpoint_impl_t;
+class endpoint_t
+{
+ public:
+  endpoint_impl_t* p_impl;
+  endpoint_t() : p_impl(nullptr) {}
+  explicit endpoint_t(endpoint_impl_t* p) : p_impl(p) {}
+  bool is_empty() const { return p_impl == nullptr; }
+  endpoint_impl_t* get_impl() const { return p_impl; }
+  bool operator==(const endpoint_t& o) const { return p_impl == o.p_impl; }
+  bool operator!=(const endpoint_t& o) const { return p_impl != o.p_impl; }
+  // a number unique among the process's live endpoints; throws
+  // lci::fatal_error on an empty or freed handle
+  int get_attr_uid() const;
+};
+
 // Memory kinds that a post's .mr() may name instead of a registration (the
 // names of upstream LCI 2): MR_HOST, the empty handle (host memory,
 // registered on the fly where the transfer needs it); MR_UNKNOWN (the

@@ -36,7 +36,40 @@ def op_by_name(name):
     raise KeyError(name)
 
 
+is_enum = gen_c.is_enum
+
+
+def enum_attrs():
+    """Each enum attribute type once, with its choices (spec order)."""
+    seen = {}
+    for r in spec.RESOURCES:
+        for a in r.attrs:
+            if is_enum(a):
+                assert seen.get(a.type, a.choices) == a.choices, a.type
+                seen[a.type] = a.choices
+    return seen
+
+
+def global_attrs():
+    """[(attribute, [resource names])] of every attribute name once."""
+    by_name = {}
+    order = []
+    for r in spec.RESOURCES:
+        for a in r.attrs:
+            if a.name not in by_name:
+                by_name[a.name] = (a, [])
+                order.append(a.name)
+            first = by_name[a.name][0]
+            assert (first.type, first.default) == (a.type, a.default), (
+                "attribute %s: resources disagree on type or default"
+                % a.name)
+            by_name[a.name][1].append(r.name)
+    return [by_name[n] for n in order]
+
+
 def cxx_literal(a):
+    if is_enum(a):
+        return "%s::%s" % (a.type, a.default)
     if a.type == "std::string":
         return '"%s"' % a.default
     if a.type == "bool":
@@ -203,19 +236,39 @@ def gen_hpp():
     for n in HANDLES:
         out.append("class %s_impl_t;\n" % n)
     out.append("\n")
+    for t, choices in enum_attrs().items():
+        out.append("enum class %s {\n%s};\n" % (
+            t, "".join("  %s,\n" % c for c in choices)))
+        out.append("// the name of a value (as LCI_ATTR_<NAME> spells it)\n"
+                   "const char* get_%s_str(%s value);\n\n"
+                   % (t[:-2], t))
     for r in spec.RESOURCES:
         out.append("struct %s_attr_t {\n" % r.name)
         for a in r.attrs:
             out.append("  %s %s;  // %s (default %s)\n"
                        % (a.type, a.name, a.help, cxx_literal(a)))
         out.append("};\n\n")
+    out.append("// the defaults of every resource's attributes, one field per "
+               "name\n// (get_g_default_attr, set_g_default_attr)\n"
+               "struct global_attr_t {\n")
+    for a, owners in global_attrs():
+        out.append("  %s %s;  // of %s\n" % (a.type, a.name, ", ".join(owners)))
+    out.append("};\n\n")
     out.append("namespace detail {\n")
+    out.append("// the defaults that set_g_default_attr set: false when none\n"
+               "bool get_set_g_default_attr(global_attr_t* out);\n"
+               "// the defaults of every attribute as allocations take them\n"
+               "global_attr_t collect_g_default_attr(const char* call);\n")
     for r in spec.RESOURCES:
         out.append("// defaults, overridden by LCI_ATTR_<NAME>; a bad value throws"
                    " fatal_error naming `call`\n" if r is spec.RESOURCES[0]
                    else "")
         out.append("%s_attr_t get_default_%s_attr(const char* call);\n"
                    % (r.name, r.name))
+    for t in enum_attrs():
+        out.append("// the value named `name`; else fatal_error naming `call`\n"
+                   "%s parse_%s(const char* name, const char* call);\n"
+                   % (t, t[:-2]))
     out.append("}  // namespace detail\n\n")
     for n in HANDLES:
         out.append(gen_handle(resource(n)))
@@ -226,17 +279,27 @@ def gen_hpp():
 
 
 def gen_cpp():
-    out = [BANNER, '#include "lci.hpp"\n',
+    out = [BANNER, '#include "lci.hpp"\n', "#include <cstring>\n",
            '#include "util/config.hpp"\n',
            '#include "core/globals.hpp"\n',
            '#include "resource/resources.hpp"\n\n',
            "namespace lci {\nnamespace detail {\n\n"]
     for r in spec.RESOURCES:
         out.append("%s_attr_t get_default_%s_attr(const char* call)\n{\n"
-                   "  %s_attr_t attr;\n  try {\n" % (r.name, r.name, r.name))
+                   "  %s_attr_t attr;\n" % (r.name, r.name, r.name))
+        out.append("  global_attr_t g;\n  if (get_set_g_default_attr(&g)) {\n")
+        for a in r.attrs:
+            out.append("    attr.%s = g.%s;\n" % (a.name, a.name))
+        out.append("    return attr;\n  }\n  try {\n")
         for a in r.attrs:
             env = "LCI_ATTR_" + a.name.upper()
-            if a.choices:
+            if is_enum(a):
+                out.append('    if (const char* v = util::env_get("%s"))\n'
+                           '      attr.%s = parse_%s(v, "environment %s");\n'
+                           '    else\n      attr.%s = %s;\n'
+                           % (env, a.name, a.type[:-2], env, a.name,
+                              cxx_literal(a)))
+            elif a.choices:
                 choices = "{" + ", ".join('"%s"' % c for c in a.choices) + "}"
                 out.append('    attr.%s = util::env_attr_choice("%s", %s, %s);\n'
                            % (a.name, env, cxx_literal(a), choices))
@@ -246,7 +309,31 @@ def gen_cpp():
         out.append("  } catch (const fatal_error& e) {\n"
                    '    util::throw_fatal(call, ": ", e.what());\n  }\n'
                    "  return attr;\n}\n\n")
+    out.append("global_attr_t collect_g_default_attr(const char* call)\n{\n"
+               "  global_attr_t g;\n")
+    for r in spec.RESOURCES:
+        out.append("  {\n    const %s_attr_t a = get_default_%s_attr(call);\n"
+                   % (r.name, r.name))
+        for a in r.attrs:
+            out.append("    g.%s = a.%s;\n" % (a.name, a.name))
+        out.append("  }\n")
+    out.append("  return g;\n}\n\n")
+    for t, choices in enum_attrs().items():
+        out.append("%s parse_%s(const char* name, const char* call)\n{\n"
+                   % (t, t[:-2]))
+        for c in choices:
+            out.append('  if (name && std::strcmp(name, "%s") == 0) '
+                       "return %s::%s;\n" % (c, t, c))
+        out.append('  util::throw_fatal(call, ": \\"", name ? name : "(null)",'
+                   '\n                    "\\" is not one of %s");\n}\n\n'
+                   % ", ".join(choices))
     out.append("}  // namespace detail\n\n")
+    for t, choices in enum_attrs().items():
+        out.append("const char* get_%s_str(%s value)\n{\n  switch (value) {\n"
+                   % (t[:-2], t))
+        for c in choices:
+            out.append('    case %s::%s:\n      return "%s";\n' % (t, c, c))
+        out.append('  }\n  return "unknown";\n}\n\n')
     # a getter checks that its handle is live (never a freed or foreign
     # pointer dereferenced: core/globals.hpp)
     live = {"runtime": "runtimes", "device": "devices",

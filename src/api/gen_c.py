@@ -25,8 +25,8 @@ SAME = {"int", "unsigned", "size_t", "uint64_t", "int64_t", "uint32_t",
         "void*", "const void*", "char*", "const char*", "double"}
 # spec types whose C form is a handle (an opaque pointer, NULL = empty):
 # the resources with a handle class (gen.HANDLES, whose C typedefs and
-# conversions are generated) and these two of lci.h / src/capi/capi.hpp
-FIXED_HANDLE_TYPES = {"comp_t", "mr_t"}
+# conversions are generated) and these of lci.h / src/capi/capi.hpp
+FIXED_HANDLE_TYPES = {"comp_t", "mr_t", "net_context_t", "endpoint_t"}
 HANDLE_TYPES = set(FIXED_HANDLE_TYPES)  # set by generate()
 # C++ types of lci.hpp that have a C twin of the same name with an lci_
 # prefix (lci.h); a spec type not listed here or above is an error
@@ -115,9 +115,15 @@ def c_default(a, where):
                    "src/api/gen_c.py" % (where, d, a.name))
 
 
+def is_enum(a):
+    """An attribute whose C++ type is an enum class of its choices (in C:
+    the name of the value, a string)."""
+    return bool(a.choices) and a.type != "std::string"
+
+
 def attr_c_type(a, where):
     """(C field type, unset initializer, C++ test that it is set)."""
-    if a.type == "std::string":
+    if a.type == "std::string" or is_enum(a):
         return "const char*", "NULL", "args->{0} != nullptr"
     if a.type == "bool":
         return "int", "LCI_UNSET", "args->{0} != LCI_UNSET"
@@ -210,7 +216,7 @@ def gen_header(ops, attr_getters, handles):
 
 
 def attr_getter_type(a):
-    if a.type == "std::string":
+    if a.type == "std::string" or is_enum(a):
         return "const char*"
     return c_type(a.type, "attribute " + a.name)
 
@@ -284,6 +290,9 @@ def gen_body(c):
             val = "args->" + a.name
             if a.type == "bool":
                 val = "args->%s != 0" % a.name
+            if is_enum(a):
+                val = 'lci::detail::parse_%s(args->%s, "lci_%s")' % (
+                    a.type[:-2], a.name, c.name)
             lines.append("  if (%s) x.%s(%s);" % (test.format(a.name), a.name,
                                                   val))
         lines.append("  %sx.call();" % assign)
@@ -358,6 +367,10 @@ def gen_cpp(ops, attr_getters):
             out.append("    (void)h.get_attr_%s();\n" % a.name)
             out.append("    if (out) *out = h.p_impl->attr.%s.c_str();\n"
                        % a.name)
+        elif is_enum(a):
+            out.append("    const auto r = h.get_attr_%s();\n" % a.name)
+            out.append("    if (out) *out = lci::get_%s_str(r);\n"
+                       % a.type[:-2])
         else:
             out.append("    const auto r = h.get_attr_%s();\n" % a.name)
             out.append("    if (out) *out = lci::capi::c(r);\n")
@@ -371,7 +384,7 @@ def gen_cpp(ops, attr_getters):
 def c_ops(expanded_args, resource):
     return [COp(o, expanded_args,
                 resource(o.attrs_of).attrs if o.attrs_of else [])
-            for o in spec.OPS]
+            for o in spec.OPS if not o.no_c]
 
 
 def attr_getters(handles, resource):

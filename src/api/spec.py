@@ -9,7 +9,10 @@
 # attr(type, name, default, help, choices=None)
 #   An attribute of a resource. Its value comes from the allocating call's
 #   setter, else the environment variable LCI_ATTR_<NAME>, else `default`.
-#   `choices` restricts a string attribute to a set of names.
+#   `choices` restricts a string attribute to a set of names; with a type
+#   other than std::string the attribute is an enum class of that name
+#   whose values are the choices (the environment and the C interface
+#   spell a value by its name).
 # pos(type, name)           a positional argument, in order.
 # opt(type, name, default)  an optional argument, set in any order on op_x.
 # op(name, ret, args, attrs_of=None, doc)
@@ -26,12 +29,19 @@
 #   calls then pass a few arguments instead of all of them, and the
 #   implementation skips the checks of arguments that are known to be
 #   defaults (it must behave exactly like call_impl).
+#   `no_c` = why the operation has no C form (gen_c.py leaves it out and
+#   tests/c/check_capi.py does not ask for it); None: it has one.
+#
+# global_attr_t (generated) has one field per attribute name of every
+# resource: the defaults that get_g_default_attr reads and
+# set_g_default_attr replaces. Attributes of one name in several resources
+# must agree in type and default.
 
 from collections import namedtuple
 
 Attr = namedtuple("Attr", "type name default help choices")
 Arg = namedtuple("Arg", "kind type name default")
-Op = namedtuple("Op", "name ret args attrs_of sugar doc lean")
+Op = namedtuple("Op", "name ret args attrs_of sugar doc lean no_c")
 Resource = namedtuple("Resource", "name attrs doc")
 
 
@@ -47,8 +57,9 @@ def opt(type_, name, default):
     return Arg("opt", type_, name, default)
 
 
-def op(name, ret, args=(), attrs_of=None, sugar=None, doc="", lean=None):
-    return Op(name, ret, list(args), attrs_of, sugar, doc, lean)
+def op(name, ret, args=(), attrs_of=None, sugar=None, doc="", lean=None,
+       no_c=None):
+    return Op(name, ret, list(args), attrs_of, sugar, doc, lean, no_c)
 
 
 RESOURCES = [
@@ -129,15 +140,16 @@ RESOURCES = [
              "size of a packet of the default packet pool, header included"),
         attr("size_t", "npackets", 4096,
              "number of packets of the default packet pool"),
-        attr("std::string", "rdv_protocol", "auto",
+        attr("attr_rdv_protocol_t", "rdv_protocol", "auto_select",
              "rendezvous protocol of sends and active messages above the "
-             "eager limit: write (RTS, RTR, RDMA write, FIN message), "
-             "writeimm (RTS, RTR, RDMA write with immediate data), get (RTS, "
-             "RDMA read by the receiver, FIN message) or auto (writeimm when "
-             "the backend delivers immediate data, else write); the sender's "
-             "choice rules; after allocation the attribute reports the "
-             "protocol in force",
-             choices=["auto", "write", "writeimm", "get"]),
+             "eager limit (the enum attr_rdv_protocol_t; LCI_ATTR_RDV_PROTOCOL "
+             "and the C interface name the value): write (RTS, RTR, RDMA "
+             "write, FIN message), writeimm (RTS, RTR, RDMA write with "
+             "immediate data), get (RTS, RDMA read by the receiver, FIN "
+             "message) or auto_select (writeimm when the backend delivers "
+             "immediate data, else write); the sender's choice rules; after "
+             "allocation the attribute reports the protocol in force",
+             choices=["auto_select", "write", "writeimm", "get"]),
         attr("size_t", "max_msg_size", 0,
              "largest single RDMA transfer of a rendezvous, put or get; "
              "larger ones are split (0: the backend's maximum; clamped to it; "
@@ -217,6 +229,10 @@ DEV = opt("device_t", "device", "device_t()")
 # is refused for now (docs/ARCHITECTURE.md, "Compatibility with upstream")
 ZERO_COPY_AM = opt("bool", "zero_copy_am", "false")
 
+# why get_g_default_attr and set_g_default_attr have no C form
+NO_C_GLOBAL_ATTR = ("global_attr_t has no C form; C programs set attributes "
+                    "in each allocation's args struct or with LCI_ATTR_*")
+
 # the optional arguments of every collective: `comp` makes it nonblocking
 # (signalled once with status done and `user_context` when complete);
 # `matching_engine` defaults to the runtime's collective engine
@@ -239,14 +255,35 @@ OPS = [
        doc="free the global runtime: each g_runtime_init needs one, the "
        "last one frees it"),
     op("get_g_runtime", "runtime_t", doc="the global runtime (may be empty)"),
+    op("global_initialize", "void",
+       doc="upstream LCI 2's setup of global state without a runtime: here "
+       "it checks the LCI_ATTR_* variables of every resource (a bad one is "
+       "a fatal_error now rather than at the first allocation) and counts "
+       "the call; nothing needs it"),
+    op("global_finalize", "void",
+       doc="undo one global_initialize; the last one also forgets the "
+       "defaults given to set_g_default_attr"),
+    op("get_g_default_attr", "global_attr_t",
+       doc="the default of every attribute (the environment over the "
+       "built-in defaults, or what set_g_default_attr set)",
+       no_c=NO_C_GLOBAL_ATTR),
+    op("set_g_default_attr", "void", [pos("global_attr_t", "attr")],
+       doc="from now on every allocation takes its unset attributes from "
+       "`attr` (the environment is no longer read) until the last "
+       "global_finalize",
+       no_c=NO_C_GLOBAL_ATTR),
     op("get_rank_me", "int", [RT], doc="rank of this process"),
     op("get_rank_n", "int", [RT], doc="number of ranks"),
     # resources
     op("alloc_device", "device_t", [RT, opt("packet_pool_t", "packet_pool",
-                                             "packet_pool_t()")],
+                                             "packet_pool_t()"),
+                                    opt("net_context_t", "net_context",
+                                        "net_context_t()")],
        attrs_of="device",
        doc="allocate a device; collective: every rank allocates its devices "
-       "in the same order"),
+       "in the same order. `net_context` (upstream LCI 2's) must be a "
+       "handle on the runtime's network context, the one every device "
+       "uses"),
     op("free_device", "void", [pos("device_t*", "device"), RT],
        doc="free a device"),
     op("get_default_device", "device_t", [RT],
@@ -259,6 +296,27 @@ OPS = [
        doc="free a packet pool; the devices it supplies must be freed first"),
     op("get_default_packet_pool", "packet_pool_t", [RT],
        doc="the runtime's default packet pool"),
+    # upstream LCI 2's network contexts and endpoints: handles on the
+    # runtime's one network context and on a device's one endpoint
+    # (include/lci.hpp, docs/ARCHITECTURE.md)
+    op("alloc_net_context", "net_context_t", [RT],
+       doc="a new handle on the runtime's network context (a runtime has "
+       "one: its libfabric domain or native shm segment; this build cannot "
+       "open a second); freed by free_net_context or with the runtime"),
+    op("free_net_context", "void", [pos("net_context_t*", "net_context"), RT],
+       doc="free a handle of alloc_net_context (the default one goes with "
+       "the runtime)"),
+    op("get_default_net_context", "net_context_t", [RT],
+       doc="the runtime's handle on its network context"),
+    op("alloc_endpoint", "endpoint_t", [DEV, RT],
+       doc="a new handle on the device's endpoint (a device has one send "
+       "queue and completion queue); posting with .endpoint(e) posts on "
+       "e's device; freed by free_endpoint or with the device"),
+    op("free_endpoint", "void", [pos("endpoint_t*", "endpoint"), RT],
+       doc="free a handle of alloc_endpoint (the default one goes with its "
+       "device)"),
+    op("get_default_endpoint", "endpoint_t", [DEV, RT],
+       doc="the device's handle on its endpoint"),
     op("set_allocator", "void", [pos("allocator_base_t*", "allocator"), RT],
        doc="allocate the buffers of active messages that arrive from now on "
        "with `allocator` (nullptr: the default, std::malloc; the receiver "
@@ -352,9 +410,17 @@ OPS = [
        doc="run the graph from its sources (again, after it completed)"),
     op("graph_test", "status_t", [pos("comp_t", "graph")],
        doc="done once every node completed, else retry"),
-    op("register_rcomp", "rcomp_t", [pos("comp_t", "comp"), RT],
+    op("register_rcomp", "rcomp_t", [pos("comp_t", "comp"), RT,
+                                     opt("rcomp_t", "rcomp", "RCOMP_NULL")],
        doc="give a completion object a handle that peers can target; every "
-       "rank registers in the same order, so handles agree"),
+       "rank registers in the same order, so handles agree. With `rcomp`: "
+       "that handle, which reserve_rcomps reserved (or a deregistered one); "
+       "a handle in use or never reserved is a fatal_error"),
+    op("reserve_rcomps", "rcomp_t", [pos("rcomp_t", "n"), RT],
+       doc="reserve n consecutive remote completion handles and return the "
+       "first; register_rcomp_x(comp).rcomp(first + i) fills one. Every "
+       "rank reserves and registers in the same order, so handles agree",
+       no_c="upstream LCI 2's interface; C programs register in order"),
     op("deregister_rcomp", "void", [pos("rcomp_t", "rcomp"), RT],
        doc="withdraw a handle from register_rcomp"),
     # memory registration
@@ -389,10 +455,12 @@ OPS = [
         opt("bool", "allow_posted", "true"),
         opt("bool", "allow_retry", "true"),
         opt("comp_semantic_t", "comp_semantic", "comp_semantic_t::memory"),
+        opt("endpoint_t", "endpoint", "endpoint_t()"),
     ], doc="the generic posting operation (Table 1 of the paper); "
        "`comp_semantic` (OUT only): memory = complete when the local buffer "
        "may be reused, network = when the network layer reports the message "
-       "complete",
+       "complete; `endpoint` (upstream LCI 2's): post on its device (the "
+       "device given, if any, must be that one)",
        # sends, receives and active messages with a device, a tag and a
        # user context take the lean entry (src/core/post.cpp)
        lean=["device", "tag", "remote_comp", "user_context"]),

@@ -41,7 +41,14 @@ const char* const kLauncherVars[] = {"PMI_FD",
                                      "OMPI_COMM_WORLD_RANK",
                                      "OMPI_COMM_WORLD_SIZE",
                                      "SLURM_PROCID",
-                                     "SLURM_STEP_NUM_TASKS"};
+                                     "SLURM_STEP_NUM_TASKS",
+                                     "LCT_PMI_BACKEND",
+                                     "LCT_PMI_FILE_NRANKS",
+                                     "RANK",
+                                     "WORLD_SIZE",
+                                     "LCT_MASTER_ADDR",
+                                     "LCI_MASTER_ADDR",
+                                     "MASTER_ADDR"};
 
 const char* env(const char* name)
 {
@@ -122,6 +129,35 @@ std::string detect()
     inconsistent("srun started " + std::to_string(slurm_tasks) +
                  " tasks (SLURM_STEP_NUM_TASKS) without a PMI (srun "
                  "--mpi=none?)");
+  }
+  // Upstream LCI's launch variables: its lcrun script (a file-based
+  // bootstrap) and its tcp bootstrap (a master address, torchrun's RANK and
+  // WORLD_SIZE). Neither is implemented here; running each process as a
+  // rank 0 of 1 would be N separate jobs, so they are refused.
+  if (const char* lct = env("LCT_PMI_BACKEND")) {
+    std::string list = lct;
+    bool only_local = true;
+    for (size_t b = 0; b <= list.size();) {
+      size_t e = list.find(',', b);
+      if (e == std::string::npos) e = list.size();
+      if (list.compare(b, e - b, "local") != 0) only_local = false;
+      b = e + 1;
+    }
+    if (!only_local)
+      inconsistent(std::string("LCT_PMI_BACKEND=") + lct +
+                   " asks for upstream LCI's own bootstrap (its lcrun "
+                   "script, or the tcp bootstrap with LCT_MASTER_ADDR), "
+                   "which this LCI does not implement: start the program "
+                   "with this package's lcrun (lcrun -n N prog) or a PMI "
+                   "launcher");
+  }
+  long long world = env_count("WORLD_SIZE");
+  if (world > 1) {
+    inconsistent("WORLD_SIZE=" + std::to_string(world) +
+                 " (torchrun's or upstream LCI's tcp bootstrap variables) "
+                 "but no PMI: this LCI cannot join those ranks; start the "
+                 "program with this package's lcrun (lcrun -n N prog) or a "
+                 "PMI launcher");
   }
   return "local";
 }

@@ -28,6 +28,14 @@ inline comp_t cxx(lci_comp_t h)
   return comp_t(reinterpret_cast<comp_impl_t*>(h));
 }
 inline mr_t cxx(lci_mr_t h) { return mr_t(reinterpret_cast<mr_impl_t*>(h)); }
+inline net_context_t cxx(lci_net_context_t h)
+{
+  return net_context_t(reinterpret_cast<net_context_impl_t*>(h));
+}
+inline endpoint_t cxx(lci_endpoint_t h)
+{
+  return endpoint_t(reinterpret_cast<endpoint_impl_t*>(h));
+}
 inline rmr_t cxx(const lci_rmr_t& r)
 {
   rmr_t x;
@@ -113,6 +121,14 @@ inline T c(T v)
 }
 inline lci_comp_t c(comp_t h) { return reinterpret_cast<lci_comp_t>(h.p_impl); }
 inline lci_mr_t c(mr_t h) { return reinterpret_cast<lci_mr_t>(h.p_impl); }
+inline lci_net_context_t c(net_context_t h)
+{
+  return reinterpret_cast<lci_net_context_t>(h.p_impl);
+}
+inline lci_endpoint_t c(endpoint_t h)
+{
+  return reinterpret_cast<lci_endpoint_t>(h.p_impl);
+}
 inline lci_rmr_t c(const rmr_t& r)
 {
   lci_rmr_t x;

@@ -41,6 +41,8 @@ LCI_LIVE_SET(matching_engines)
 LCI_LIVE_SET(comps)
 LCI_LIVE_SET(mrs)
 LCI_LIVE_SET(graph_nodes)
+LCI_LIVE_SET(net_contexts)
+LCI_LIVE_SET(endpoints)
 #undef LCI_LIVE_SET
 
 // The global runtime handle (g_runtime_init / g_runtime_fina) and the

@@ -7,6 +7,7 @@
 #include "core/peer_failure.hpp"
 #include "core/progress.hpp"
 #include "core/send_comp.hpp"
+#include "resource/endpoint.hpp"
 #include "resource/packet_pool.hpp"
 #include "resource/runtime.hpp"
 #include "util/error.hpp"
@@ -96,9 +97,18 @@ device_impl_t::~device_impl_t()
 }
 
 device_t alloc_device_x::call_impl(runtime_t runtime, packet_pool_t packet_pool,
+                                   net_context_t net_context,
                                    const device_attr_t& attr)
 {
   runtime_impl_t* rt = resolve_runtime(runtime, "alloc_device");
+  if (!net_context.is_empty()) {
+    globals::net_contexts().check(net_context.p_impl, "alloc_device",
+                                  "net context");
+    if (net_context.p_impl->runtime != rt)
+      util::throw_fatal(
+          "alloc_device: the net context is of another runtime (a device "
+          "uses its runtime's network context)");
+  }
   packet_pool_impl_t* pool = packet_pool.p_impl
                                  ? checked_pool(packet_pool, "alloc_device")
                                  : rt->default_pool;
@@ -160,6 +170,7 @@ void free_device_x::call_impl(device_t* device, runtime_t)
   }
   if (dev->runtime->default_device == dev)
     dev->runtime->default_device = nullptr;
+  release_endpoints(dev);
   delete dev;
   device->p_impl = nullptr;
 }

@@ -16,6 +16,7 @@
 #include "core/protocol.hpp"
 #include "net/node.hpp"
 #include "resource/device.hpp"
+#include "resource/endpoint.hpp"
 #include "resource/matching_engine.hpp"
 #include "resource/packet_pool.hpp"
 #include "util/error.hpp"
@@ -120,23 +121,36 @@ runtime_impl_t::runtime_impl_t(const runtime_attr_t& a) : attr(a)
   else if (attr.ofi_provider_name == "auto")
     this->attr.ofi_provider_name = "shm";
   // rendezvous: auto = write with immediate data when the backend has it
-  if (attr.rdv_protocol == "write")
-    rdv_protocol = static_cast<uint32_t>(rdv_protocol_t::write);
-  else if (attr.rdv_protocol == "get")
-    rdv_protocol = static_cast<uint32_t>(rdv_protocol_t::get);
-  else if (attr.rdv_protocol == "writeimm" ||
-           (attr.rdv_protocol == "auto" && caps.imm_data_size >= 4))
-    rdv_protocol = static_cast<uint32_t>(rdv_protocol_t::writeimm);
-  else
-    rdv_protocol = static_cast<uint32_t>(rdv_protocol_t::write);
+  switch (attr.rdv_protocol) {
+    case attr_rdv_protocol_t::write:
+      rdv_protocol = static_cast<uint32_t>(rdv_protocol_t::write);
+      break;
+    case attr_rdv_protocol_t::get:
+      rdv_protocol = static_cast<uint32_t>(rdv_protocol_t::get);
+      break;
+    case attr_rdv_protocol_t::writeimm:
+      rdv_protocol = static_cast<uint32_t>(rdv_protocol_t::writeimm);
+      break;
+    case attr_rdv_protocol_t::auto_select:
+      rdv_protocol = static_cast<uint32_t>(caps.imm_data_size >= 4
+                                               ? rdv_protocol_t::writeimm
+                                               : rdv_protocol_t::write);
+      break;
+    default:
+      util::throw_fatal("alloc_runtime: rdv_protocol ",
+                        static_cast<int>(attr.rdv_protocol),
+                        " is not a value of attr_rdv_protocol_t");
+  }
   if (rdv_protocol == static_cast<uint32_t>(rdv_protocol_t::writeimm) &&
       caps.rma && caps.imm_data_size < 4)
     util::throw_fatal(
         "alloc_runtime: rdv_protocol writeimm needs immediate "
         "data, which the provider ",
         caps.provider, " does not deliver");
-  static const char* const kNames[] = {"", "write", "writeimm", "get"};
-  this->attr.rdv_protocol = kNames[rdv_protocol];
+  static const attr_rdv_protocol_t kInForce[] = {
+      attr_rdv_protocol_t::auto_select, attr_rdv_protocol_t::write,
+      attr_rdv_protocol_t::writeimm, attr_rdv_protocol_t::get};
+  this->attr.rdv_protocol = kInForce[rdv_protocol];
   max_rma_size = caps.max_msg_size;
   if (attr.max_msg_size != 0 && attr.max_msg_size < max_rma_size)
     max_rma_size = attr.max_msg_size;
@@ -154,7 +168,8 @@ runtime_impl_t::runtime_impl_t(const runtime_attr_t& a) : attr(a)
           caps.provider.empty() ? "" : ")", "; inject up to ",
           this->attr.max_inject_size, " B, eager up to ",
           attr.packet_size - sizeof(msg_header_t), " B, larger by rendezvous (",
-          this->attr.rdv_protocol, "); largest RMA ", max_rma_size, " B");
+          get_attr_rdv_protocol_str(this->attr.rdv_protocol), "); largest RMA ",
+          max_rma_size, " B");
 }
 
 runtime_impl_t::~runtime_impl_t() = default;
@@ -241,6 +256,7 @@ void free_runtime_x::call_impl(runtime_t* runtime)
   runtime_impl_t* rt = util::checked(runtime->p_impl, call);
   sync_before_free(rt, *runtime);
   globals::runtimes().remove(rt, call, "runtime");
+  release_net_contexts(rt);
   if (globals::g_runtime().p_impl == rt) {
     globals::g_runtime() = runtime_t();
     globals::g_runtime_refs() = 0;
@@ -343,16 +359,42 @@ allocator_base_t* get_allocator_x::call_impl(runtime_t runtime)
   return am_allocator(resolve_runtime(runtime, "get_allocator"));
 }
 
-rcomp_t register_rcomp_x::call_impl(comp_t comp, runtime_t runtime)
+rcomp_t register_rcomp_x::call_impl(comp_t comp, runtime_t runtime,
+                                    rcomp_t rcomp)
 {
   runtime_impl_t* rt = resolve_runtime(runtime, "register_rcomp");
   if (comp.is_empty() || comp == COMP_NULL_RETRY)
     util::throw_fatal("register_rcomp: the completion object is empty");
+  if (rcomp != RCOMP_NULL) {
+    // a handle of reserve_rcomps (or one deregistered); put() would grow
+    // the table to any index, so one never handed out is refused here
+    if (rcomp >= rt->rcomps.size())
+      util::throw_fatal("register_rcomp: remote completion ", rcomp,
+                        " was not reserved (reserve_rcomps)");
+    if (rt->rcomps.get(rcomp, nullptr) != nullptr)
+      util::throw_fatal("register_rcomp: remote completion ", rcomp,
+                        " is registered already");
+    rt->rcomps.put(rcomp, comp.p_impl);
+    return rcomp;
+  }
   size_t idx = rt->rcomps.push_back(comp.p_impl);
   if (idx > msg_header_t::kAuxMax)
     util::throw_fatal("register_rcomp: more than ", msg_header_t::kAuxMax,
                       " remote completions registered");
   return static_cast<rcomp_t>(idx);
+}
+
+rcomp_t reserve_rcomps_x::call_impl(rcomp_t n, runtime_t runtime)
+{
+  runtime_impl_t* rt = resolve_runtime(runtime, "reserve_rcomps");
+  if (n == 0 || n == RCOMP_NULL)
+    util::throw_fatal("reserve_rcomps: bad count ", n);
+  // the check before the reservation: a refused call reserves nothing
+  if (rt->rcomps.size() + n - 1 > msg_header_t::kAuxMax)
+    util::throw_fatal("reserve_rcomps: ", n,
+                      " handles would pass the largest remote completion, ",
+                      msg_header_t::kAuxMax);
+  return static_cast<rcomp_t>(rt->rcomps.reserve(n));
 }
 
 void deregister_rcomp_x::call_impl(rcomp_t rcomp, runtime_t runtime)

@@ -61,6 +61,18 @@ class mpmc_array_t
     return idx;
   }
 
+  // Reserves n empty slots after the last one written (later appends go
+  // after them; put fills them) and returns the first index.
+  size_t reserve(size_t n)
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    size_t idx = count_;
+    grow_locked(idx + n);
+    count_ = idx + n;
+    count_hint_.store(count_, std::memory_order_release);
+    return idx;
+  }
+
   // Number of slots ever written, read without the lock (may lag).
   size_t size_hint() const
   {

@@ -756,6 +756,96 @@ static void test_thread_local_error(void)
   CHECK(strstr(lci_error_string(), "rank 9") != NULL);
 }
 
+/* upstream LCI 2's global defaults, network contexts and endpoints */
+static void test_upstream_handles(void)
+{
+  CHECK(lci_global_initialize() == LCI_DONE);
+  CHECK(lci_global_finalize() == LCI_DONE);
+  CHECK_FAILS(lci_global_finalize(), "lci_global_finalize",
+              "no global_initialize");
+
+  lci_net_context_t def = NULL, def2 = NULL, ctx = NULL;
+  CHECK(lci_get_default_net_context(NULL, &def) == LCI_DONE && def != NULL);
+  CHECK(lci_get_default_net_context(NULL, &def2) == LCI_DONE && def2 == def);
+  CHECK(lci_alloc_net_context(NULL, &ctx) == LCI_DONE && ctx && ctx != def);
+  lci_alloc_device_args_t da = LCI_ALLOC_DEVICE_ARGS_INIT;
+  da.net_context = ctx;
+  lci_device_t dev = NULL;
+  CHECK(lci_alloc_device(&da, &dev) == LCI_DONE && dev != NULL);
+  CHECK_FAILS(lci_free_net_context(&def, NULL), "lci_free_net_context",
+              "default");
+  lci_net_context_t ctx_copy = ctx;
+  CHECK(lci_free_net_context(&ctx, NULL) == LCI_DONE && ctx == NULL);
+  CHECK_FAILS(lci_free_net_context(&ctx_copy, NULL), "lci_free_net_context",
+              NULL);
+  da.net_context = ctx_copy;
+  lci_device_t dev2 = NULL;
+  CHECK_FAILS(lci_alloc_device(&da, &dev2), "lci_alloc_device", NULL);
+  lci_alloc_net_context_args_t na = LCI_ALLOC_NET_CONTEXT_ARGS_INIT;
+  na.runtime = (lci_runtime_t)&na;
+  CHECK_FAILS(lci_alloc_net_context(&na, &ctx), "lci_alloc_net_context", NULL);
+  lci_get_default_net_context_args_t ga = LCI_GET_DEFAULT_NET_CONTEXT_ARGS_INIT;
+  ga.runtime = (lci_runtime_t)&ga;
+  CHECK_FAILS(lci_get_default_net_context(&ga, &ctx),
+              "lci_get_default_net_context", NULL);
+
+  /* an endpoint of dev: a send through it goes out on dev */
+  lci_alloc_endpoint_args_t ea = LCI_ALLOC_ENDPOINT_ARGS_INIT;
+  ea.device = dev;
+  lci_endpoint_t ep = NULL, defep = NULL;
+  CHECK(lci_alloc_endpoint(&ea, &ep) == LCI_DONE && ep != NULL);
+  lci_get_default_endpoint_args_t dea = LCI_GET_DEFAULT_ENDPOINT_ARGS_INIT;
+  dea.device = dev;
+  CHECK(lci_get_default_endpoint(&dea, &defep) == LCI_DONE && defep &&
+        defep != ep);
+  lci_comp_t cq = NULL;
+  CHECK(lci_alloc_cq(NULL, &cq) == LCI_DONE);
+  lci_post_recv_args_t ra = LCI_POST_RECV_ARGS_INIT;
+  ra.device = dev;
+  lci_post_send_args_t sa = LCI_POST_SEND_ARGS_INIT;
+  sa.endpoint = ep;
+  char in[8] = {0}, out[8] = "endpnt";
+  lci_status_t st;
+  int got = 0; /* the receive and the send, done at once or through cq */
+  lci_error_t rc = lci_post_recv(0, in, sizeof(in), 9, cq, &ra, &st);
+  CHECK(rc == LCI_DONE || rc == LCI_POSTED);
+  got += rc == LCI_DONE;
+  rc = lci_post_send(0, out, sizeof(out), 9, cq, &sa, &st);
+  CHECK(rc == LCI_DONE || rc == LCI_POSTED);
+  got += rc == LCI_DONE;
+  lci_progress_args_t pa = LCI_PROGRESS_ARGS_INIT;
+  pa.device = dev;
+  for (long i = 0; i < 100000000 && got < 2; ++i) {
+    lci_status_t s;
+    if (lci_cq_pop(cq, &s) == LCI_DONE)
+      ++got;
+    else
+      (void)lci_progress(&pa);
+  }
+  CHECK(got == 2 && strcmp(in, "endpnt") == 0);
+  /* the endpoint of one device with another device given */
+  sa.device = NULL;
+  CHECK(lci_get_default_device(NULL, &sa.device) == LCI_DONE);
+  CHECK_FAILS(lci_post_send(0, out, sizeof(out), 9, cq, &sa, &st),
+              "lci_post_send", "not of the device given");
+  CHECK_FAILS(lci_free_endpoint(&defep, NULL), "lci_free_endpoint", "default");
+  lci_endpoint_t ep_copy = ep;
+  CHECK(lci_free_endpoint(&ep, NULL) == LCI_DONE && ep == NULL);
+  CHECK_FAILS(lci_free_endpoint(&ep_copy, NULL), "lci_free_endpoint", NULL);
+  ea.device = (lci_device_t)&ea;
+  CHECK_FAILS(lci_alloc_endpoint(&ea, &ep), "lci_alloc_endpoint", NULL);
+  dea.device = (lci_device_t)&dea;
+  CHECK_FAILS(lci_get_default_endpoint(&dea, &ep), "lci_get_default_endpoint",
+              NULL);
+  /* the device's endpoints go with it */
+  lci_endpoint_t left = NULL;
+  ea.device = dev;
+  CHECK(lci_alloc_endpoint(&ea, &left) == LCI_DONE);
+  CHECK(lci_free_device(&dev, NULL) == LCI_DONE);
+  CHECK_FAILS(lci_free_endpoint(&left, NULL), "lci_free_endpoint", NULL);
+  CHECK(lci_free_comp(&cq) == LCI_DONE);
+}
+
 int main(void)
 {
   test_error_codes();
@@ -763,12 +853,12 @@ int main(void)
     /* an attribute the runtime refuses: no runtime, an error naming it */
     lci_g_runtime_init_args_t bad = LCI_G_RUNTIME_INIT_ARGS_INIT;
     bad.backend = "bogus";
-    CHECK_FAILS(lci_g_runtime_init(&bad, NULL), "lci_g_runtime_init",
-                "bogus");
+    CHECK_FAILS(lci_g_runtime_init(&bad, NULL), "lci_g_runtime_init", "bogus");
   }
   CHECK(lci_g_runtime_init(NULL, NULL) == LCI_DONE);
   test_runtime();
   test_device_and_pool();
+  test_upstream_handles();
   test_matching_engine();
   test_completion_objects();
   test_graph();

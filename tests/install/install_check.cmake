@@ -109,6 +109,15 @@ foreach(exe lci_consumer lci_consumer_LCI lci_consumer_c)
     message(FATAL_ERROR "[install check] unexpected output from ${exe}")
   endif()
 endforeach()
+# a program written for upstream LCI 2 (lct.h, its names), unchanged
+set(exe_path ${consumer_build}/lci_consumer_upstream)
+if(NOT EXISTS ${exe_path})
+  set(exe_path ${consumer_build}/${CONFIG}/lci_consumer_upstream)
+endif()
+run("run lci_consumer_upstream" ${exe_path} --nthreads 3)
+if(NOT run_output MATCHES "upstream consumer: 3 active messages of 100000 bytes")
+  message(FATAL_ERROR "[install check] unexpected output from lci_consumer_upstream")
+endif()
 
 # 5. the installed lci_info runs from the prefix
 run("run lci_info" ${prefix}/bin/lci_info --version)

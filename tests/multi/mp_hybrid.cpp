@@ -207,7 +207,8 @@ int main(int argc, char** argv)
         g_rank, lci::get_rank_n(),
         lci::get_g_runtime().get_attr_backend().c_str(),
         lci::get_g_runtime().get_attr_ofi_provider_name().c_str(),
-        lci::get_g_runtime().get_attr_rdv_protocol().c_str(),
+        lci::get_attr_rdv_protocol_str(
+            lci::get_g_runtime().get_attr_rdv_protocol()),
         g_failures ? "FAILED" : "ok", g_failures.load());
     lci::g_runtime_fina();
   } catch (const std::exception& e) {

@@ -425,7 +425,8 @@ int main(int argc, char** argv)
     std::printf("mp_p2p: rank %d of %d (%s, rdv %s): %s (%d failures)\n",
                 g_rank, lci::get_rank_n(),
                 lci::get_g_runtime().get_attr_ofi_provider_name().c_str(),
-                lci::get_g_runtime().get_attr_rdv_protocol().c_str(),
+                lci::get_attr_rdv_protocol_str(
+                    lci::get_g_runtime().get_attr_rdv_protocol()),
                 g_failures ? "FAILED" : "ok", g_failures.load());
     lci::g_runtime_fina();
   } catch (const std::exception& e) {

@@ -45,6 +45,15 @@ struct row_t {
 
 // Operations that take no argument that could be bad, with the reason.
 const std::map<std::string, std::string> kNoBadInput = {
+    {"global_initialize",
+     "no argument; fails only for a bad LCI_ATTR_* variable "
+     "(test_compat.cpp, GlobalDefaultAttributes)"},
+    {"get_g_default_attr",
+     "no argument; fails only for a bad LCI_ATTR_* variable, like "
+     "global_initialize"},
+    {"set_g_default_attr",
+     "takes a plain struct; each value is checked by the allocation that "
+     "uses it (the value rows of the alloc_* operations)"},
     {"get_g_runtime",
      "no argument; after g_runtime_fina it returns the empty handle, which "
      "every call taking it rejects (finalized rows)"},
@@ -435,6 +444,62 @@ TEST_F(LciTest, Resources)
   }
   add("get_default_packet_pool", "foreign", "get_default_packet_pool", F,
       [=] { lci::get_default_packet_pool_x().runtime(foreign_rt)(); });
+  // network contexts and endpoints (handles on the runtime's context and a
+  // device's endpoint), reserved remote completions, global defaults
+  add("alloc_net_context", "foreign", "alloc_net_context", F,
+      [=] { lci::alloc_net_context_x().runtime(foreign_rt)(); });
+  add("get_default_net_context", "foreign", "get_default_net_context", F,
+      [=] { lci::get_default_net_context_x().runtime(foreign_rt)(); });
+  add("free_net_context", "null", "free_net_context", "null",
+      [] { lci::free_net_context(nullptr); });
+  add("free_net_context", "foreign", "free_net_context", F, [=] {
+    lci::net_context_t c(reinterpret_cast<lci::net_context_impl_t*>(fake()));
+    lci::free_net_context(&c);
+  });
+  {
+    lci::net_context_t c = lci::alloc_net_context();
+    lci::net_context_t copy = c;
+    lci::free_net_context(&c);
+    add("free_net_context", "double_free", "free_net_context",
+        ptr(copy.get_impl()), [=] {
+          lci::net_context_t x = copy;
+          lci::free_net_context(&x);
+        });
+    add("alloc_device", "freed", "alloc_device", ptr(copy.get_impl()),
+        [=] { lci::alloc_device_x().net_context(copy)(); });
+  }
+  add("alloc_endpoint", "foreign", "alloc_endpoint", F,
+      [=] { lci::alloc_endpoint_x().device(foreign_dev)(); });
+  add("get_default_endpoint", "foreign", "get_default_endpoint", F,
+      [=] { lci::get_default_endpoint_x().device(foreign_dev)(); });
+  add("free_endpoint", "null", "free_endpoint", "null",
+      [] { lci::free_endpoint(nullptr); });
+  add("free_endpoint", "foreign", "free_endpoint", F, [=] {
+    lci::endpoint_t e(reinterpret_cast<lci::endpoint_impl_t*>(fake()));
+    lci::free_endpoint(&e);
+  });
+  {
+    lci::endpoint_t e = lci::alloc_endpoint();
+    lci::endpoint_t copy = e;
+    lci::free_endpoint(&e);
+    add("free_endpoint", "double_free", "free_endpoint", ptr(copy.get_impl()),
+        [=] {
+          lci::endpoint_t x = copy;
+          lci::free_endpoint(&x);
+        });
+    add("post_comm", "freed", "post_comm", ptr(copy.get_impl()), [=] {
+      char b[8];
+      lci::post_send_x(0, b, 8, 1, lci::COMP_NULL).endpoint(copy)();
+    });
+  }
+  add("reserve_rcomps", "value", "reserve_rcomps", "bad count",
+      [] { lci::reserve_rcomps(0); });
+  add("reserve_rcomps", "oversize", "reserve_rcomps", "largest",
+      [] { lci::reserve_rcomps((1u << 24) + 1); });
+  add("reserve_rcomps", "foreign", "reserve_rcomps", F,
+      [=] { lci::reserve_rcomps_x(1).runtime(foreign_rt)(); });
+  add("global_finalize", "value", "global_finalize", "no global_initialize",
+      [] { lci::global_finalize(); });
   add("set_allocator", "foreign", "set_allocator", F,
       [=] { lci::set_allocator_x(nullptr).runtime(foreign_rt)(); });
   add("get_allocator", "foreign", "get_allocator", F,

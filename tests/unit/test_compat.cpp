@@ -425,4 +425,187 @@ TEST_F(LciTest, GraphNodeOfAnyFunctor)
   lci::free_comp(&graph);
 }
 
+// rdv_protocol is the enum attr_rdv_protocol_t, as upstream's; the
+// environment names a value; after allocation it reports the protocol in
+// force (auto_select resolved).
+TEST(Compat, RdvProtocolEnum)
+{
+  lci::runtime_t rt =
+      lci::alloc_runtime_x().rdv_protocol(lci::attr_rdv_protocol_t::write)();
+  EXPECT_EQ(rt.get_attr_rdv_protocol(), lci::attr_rdv_protocol_t::write);
+  lci::free_runtime(&rt);
+  rt = lci::alloc_runtime_x()
+           .rdv_protocol(lci::attr_rdv_protocol_t::auto_select)
+           .backend("shm")();
+  // native shm delivers immediate data: auto_select is writeimm
+  EXPECT_EQ(rt.get_attr_rdv_protocol(), lci::attr_rdv_protocol_t::writeimm);
+  lci::free_runtime(&rt);
+  {
+    lci_test::env_guard_t env("LCI_ATTR_RDV_PROTOCOL", "get");
+    rt = lci::alloc_runtime();
+    EXPECT_EQ(rt.get_attr_rdv_protocol(), lci::attr_rdv_protocol_t::get);
+    EXPECT_STREQ(lci::get_attr_rdv_protocol_str(rt.get_attr_rdv_protocol()),
+                 "get");
+    lci::free_runtime(&rt);
+  }
+  {
+    lci_test::env_guard_t env("LCI_ATTR_RDV_PROTOCOL", "auto");
+    std::string msg = fatal_message([] { lci::alloc_runtime(); });
+    EXPECT_THAT(msg, HasSubstr("LCI_ATTR_RDV_PROTOCOL"));
+    EXPECT_THAT(msg, HasSubstr("auto_select, write, writeimm, get"));
+  }
+  std::string msg = fatal_message([] {
+    lci::alloc_runtime_x().rdv_protocol(
+        static_cast<lci::attr_rdv_protocol_t>(42))();
+  });
+  EXPECT_THAT(msg, HasSubstr("not a value of attr_rdv_protocol_t"));
+}
+
+// get_g_default_attr / set_g_default_attr: the defaults of every later
+// allocation, until the last global_finalize forgets them.
+TEST(Compat, GlobalDefaultAttributes)
+{
+  lci_test::env_guard_t env("LCI_ATTR_NPACKETS", "300");
+  lci::global_initialize();
+  lci::global_attr_t attr = lci::get_g_default_attr();
+  EXPECT_EQ(attr.npackets, 300u);  // the environment over the default
+  EXPECT_EQ(attr.packet_size, 8192u);
+  EXPECT_EQ(attr.rdv_protocol, lci::attr_rdv_protocol_t::auto_select);
+  attr.npackets = 123;
+  attr.net_max_sends = 77;
+  lci::set_g_default_attr(attr);
+  EXPECT_EQ(lci::get_g_default_attr().npackets, 123u);
+  lci::global_initialize();  // a second one, counted
+  lci::runtime_t rt = lci::alloc_runtime();
+  EXPECT_EQ(rt.get_attr_npackets(), 123u);
+  lci::packet_pool_t pool = lci::alloc_packet_pool_x().runtime(rt)();
+  EXPECT_EQ(pool.get_attr_npackets(), 123u);
+  // a setter still wins over the defaults
+  lci::device_t dev = lci::alloc_device_x().runtime(rt).net_max_recvs(9)();
+  EXPECT_EQ(dev.get_attr_net_max_sends(), 77u);
+  EXPECT_EQ(dev.get_attr_net_max_recvs(), 9u);
+  lci::free_device_x(&dev).runtime(rt)();
+  lci::free_packet_pool_x(&pool).runtime(rt)();
+  lci::free_runtime(&rt);
+  lci::global_finalize();
+  EXPECT_EQ(lci::get_g_default_attr().npackets, 123u);
+  lci::global_finalize();  // the last: back to the environment
+  EXPECT_EQ(lci::get_g_default_attr().npackets, 300u);
+  std::string msg = fatal_message([] { lci::global_finalize(); });
+  EXPECT_THAT(msg, HasSubstr("no global_initialize to match"));
+  lci_test::env_guard_t bad("LCI_ATTR_NET_MAX_CQES", "many");
+  msg = fatal_message([] { lci::global_initialize(); });
+  EXPECT_THAT(msg, HasSubstr("LCI_ATTR_NET_MAX_CQES"));
+}
+
+// reserve_rcomps hands out consecutive handles that register_rcomp_x(c)
+// .rcomp(r) fills; an active message to such a handle reaches its
+// completion object.
+TEST_F(LciTest, ReservedRemoteCompletions)
+{
+  lci::comp_t cq = lci::alloc_cq();
+  lci::comp_t other = lci::alloc_cq();
+  lci::rcomp_t first = lci::reserve_rcomps(3);
+  // a plain registration goes after the reserved handles
+  lci::rcomp_t plain = lci::register_rcomp(other);
+  EXPECT_GE(plain, first + 3);
+  EXPECT_EQ(lci::register_rcomp_x(cq).rcomp(first + 1)(), first + 1);
+  std::string msg =
+      fatal_message([&] { lci::register_rcomp_x(other).rcomp(first + 1)(); });
+  EXPECT_THAT(msg, HasSubstr("is registered already"));
+  msg =
+      fatal_message([&] { lci::register_rcomp_x(other).rcomp(plain + 100)(); });
+  EXPECT_THAT(msg, HasSubstr("was not reserved"));
+  msg = fatal_message([] { lci::reserve_rcomps(0); });
+  EXPECT_THAT(msg, HasSubstr("bad count"));
+  msg = fatal_message([] { lci::reserve_rcomps((1u << 24) + 1); });
+  EXPECT_THAT(msg, HasSubstr("would pass the largest remote completion"));
+  int value = 42;
+  lci::status_t st = lci_test::post_retry([&] {
+    return lci::post_am(0, &value, sizeof(value), lci::COMP_NULL, first + 1);
+  });
+  ASSERT_FALSE(st.is_retry());
+  lci::status_t got = lci_test::pop_wait(cq);
+  ASSERT_TRUE(got.is_done()) << got.error.get_str();
+  ASSERT_EQ(got.size, sizeof(value));
+  int landed = 0;
+  std::memcpy(&landed, got.buffer, sizeof(landed));
+  EXPECT_EQ(landed, 42);
+  std::free(got.buffer);
+  EXPECT_TRUE(lci::cq_pop(other).is_retry());
+  // a deregistered reserved handle can be filled again
+  lci::deregister_rcomp(first + 1);
+  EXPECT_EQ(lci::register_rcomp_x(other).rcomp(first + 1)(), first + 1);
+  lci::deregister_rcomp(first + 1);
+  lci::deregister_rcomp(plain);
+  lci::free_comp(&other);
+  lci::free_comp(&cq);
+}
+
+// Network contexts and endpoints: handles on the runtime's one network
+// context and on a device's one endpoint; posting through an endpoint
+// posts on its device; the handles go with their owner.
+TEST_F(LciTest, NetContextsAndEndpoints)
+{
+  lci::net_context_t ctx = lci::get_default_net_context();
+  ASSERT_FALSE(ctx.is_empty());
+  EXPECT_EQ(lci::get_default_net_context(), ctx);
+  lci::runtime_t rt = lci::get_g_runtime();
+  EXPECT_EQ(ctx.get_attr_backend(), rt.get_attr_backend());
+  EXPECT_EQ(ctx.get_attr_max_msg_size(), rt.get_attr_max_msg_size());
+  EXPECT_GT(ctx.get_attr_max_inject_size(), 0u);
+  // writeimm is in force exactly when the context has immediate data
+  EXPECT_EQ(ctx.get_attr_support_putimm(),
+            rt.get_attr_rdv_protocol() == lci::attr_rdv_protocol_t::writeimm);
+  lci::net_context_t other = lci::alloc_net_context();
+  EXPECT_NE(other, ctx);
+  lci::device_t dev = lci::alloc_device_x().net_context(other)();
+  lci::free_net_context(&other);
+  EXPECT_TRUE(other.is_empty());
+
+  lci::endpoint_t ep = lci::alloc_endpoint_x().device(dev)();
+  lci::endpoint_t def = lci::get_default_endpoint_x().device(dev)();
+  EXPECT_NE(ep, def);
+  EXPECT_EQ(lci::get_default_endpoint_x().device(dev)(), def);
+  EXPECT_NE(ep.get_attr_uid(), def.get_attr_uid());
+  lci::comp_t cq = lci::alloc_cq();
+  uint64_t in = 0, out = 0x1122334455667788;
+  ASSERT_TRUE(
+      lci::post_recv_x(0, &in, sizeof(in), 3, cq).device(dev)().is_posted());
+  lci::status_t st = lci_test::post_retry(
+      [&] { return lci::post_send_x(0, &out, 8, 3, cq).endpoint(ep)(); }, dev);
+  ASSERT_FALSE(st.is_retry());
+  int done = st.is_done() ? 1 : 0;
+  while (done < 2) {
+    lci::status_t s = lci_test::pop_wait(cq, dev);
+    ASSERT_TRUE(s.is_done()) << s.error.get_str();
+    ++done;
+  }
+  EXPECT_EQ(in, out);
+  std::string msg = fatal_message([&] {
+    lci::post_send_x(0, &out, 8, 3, cq)
+        .endpoint(ep)
+        .device(lci::get_default_device())();
+  });
+  EXPECT_THAT(msg, HasSubstr("not of the device given"));
+  msg = fatal_message([&] { lci::free_endpoint(&def); });
+  EXPECT_THAT(msg, HasSubstr("default endpoint goes with its device"));
+  lci::endpoint_t ep_copy = ep;
+  lci::free_endpoint(&ep);
+  EXPECT_TRUE(ep.is_empty());
+  msg = fatal_message([&] { lci::free_endpoint(&ep_copy); });
+  EXPECT_THAT(msg, HasSubstr("free_endpoint"));
+  lci::endpoint_t left = lci::alloc_endpoint_x().device(dev)();
+  lci::free_device(&dev);
+  msg = fatal_message([&] { (void)left.get_attr_uid(); });
+  EXPECT_THAT(msg, HasSubstr("endpoint_t::get_attr_uid"));
+  lci::free_comp(&cq);
+  // a runtime's net contexts go with it
+  lci::runtime_t rt2 = lci::alloc_runtime();
+  lci::net_context_t c2 = lci::get_default_net_context_x().runtime(rt2)();
+  lci::free_runtime(&rt2);
+  msg = fatal_message([&] { (void)c2.get_attr_backend(); });
+  EXPECT_THAT(msg, HasSubstr("net_context_t::get_attr_backend"));
+}
+
 }  // namespace

@@ -100,7 +100,7 @@ struct param_t {
   size_case_t size;
   int threads;
   const char* provider;
-  const char* rdv_protocol;  // "auto" unless a variant is under test
+  const char* rdv_protocol;  // "auto_select" unless a variant is under test
   size_t max_msg_size;       // 0: the backend's
 };
 
@@ -117,7 +117,7 @@ std::string param_name(const ::testing::TestParamInfo<param_t>& info)
   const param_t& p = info.param;
   std::string n = std::string(op_name(p.op)) + "_" + size_name(p.size) + "_" +
                   std::to_string(p.threads) + "Threads_" + p.provider;
-  if (std::string(p.rdv_protocol) != "auto")
+  if (std::string(p.rdv_protocol) != "auto_select")
     n += std::string("_") + p.rdv_protocol;
   if (p.max_msg_size) n += "_Max" + std::to_string(p.max_msg_size);
   return n;
@@ -174,7 +174,8 @@ class P2pMatrix : public ::testing::TestWithParam<param_t>
     ::setenv("FI_TCP_IFACE", "lo", 1);
     lci::g_runtime_init_x()
         .ofi_provider_name(p.provider)
-        .rdv_protocol(p.rdv_protocol)
+        .rdv_protocol(
+            lci::detail::parse_attr_rdv_protocol(p.rdv_protocol, "test"))
         .max_msg_size(p.max_msg_size)();
   }
   void TearDown() override { lci::g_runtime_fina(); }
@@ -399,7 +400,7 @@ std::vector<param_t> matrix()
             size_case_t::eager1, size_case_t::k64, size_case_t::m1,
             size_case_t::m64})
         for (int threads : {1, 8})
-          v.push_back({op, s, threads, prov, "auto", 0});
+          v.push_back({op, s, threads, prov, "auto_select", 0});
   return v;
 }
 
@@ -420,7 +421,7 @@ std::vector<param_t> variants()
     for (op_t op : {op_t::sendrecv, op_t::am})
       v.push_back({op, size_case_t::m1, 8, "shm", proto, 65536});
   for (op_t op : {op_t::put, op_t::put_signal, op_t::get, op_t::get_signal})
-    v.push_back({op, size_case_t::m1, 1, "shm", "auto", 65536});
+    v.push_back({op, size_case_t::m1, 1, "shm", "auto_select", 65536});
   return v;
 }
 
@@ -832,11 +833,14 @@ TEST_F(LciTest, RendezvousAttributes)
 {
   lci::runtime_t rt = lci::get_g_runtime();
   // auto resolves to writeimm on providers with immediate data (shm, tcp)
-  EXPECT_EQ(rt.get_attr_rdv_protocol(), "writeimm");
+  EXPECT_EQ(rt.get_attr_rdv_protocol(), lci::attr_rdv_protocol_t::writeimm);
   EXPECT_GT(rt.get_attr_max_msg_size(), 0u);
-  lci::runtime_t rt2 =
-      lci::alloc_runtime_x().rdv_protocol("get").max_msg_size(12345)();
-  EXPECT_EQ(rt2.get_attr_rdv_protocol(), "get");
+  lci::runtime_t rt2 = lci::alloc_runtime_x()
+                           .rdv_protocol(lci::attr_rdv_protocol_t::get)
+                           .max_msg_size(12345)();
+  EXPECT_EQ(rt2.get_attr_rdv_protocol(), lci::attr_rdv_protocol_t::get);
+  EXPECT_STREQ(lci::get_attr_rdv_protocol_str(rt2.get_attr_rdv_protocol()),
+               "get");
   EXPECT_EQ(rt2.get_attr_max_msg_size(), 12345u);
   lci::free_runtime(&rt2);
 }
