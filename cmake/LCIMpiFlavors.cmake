@@ -86,6 +86,8 @@ if(NOT lci_mpi_flavors)
   if(MPI_CXX_FOUND)
     add_library(lci_mpi_mpi INTERFACE)
     target_link_libraries(lci_mpi_mpi INTERFACE MPI::MPI_CXX)
+    target_compile_definitions(lci_mpi_mpi INTERFACE OMPI_SKIP_MPICXX=1
+                               MPICH_SKIP_MPICXX=1)
     set(lci_mpi_flavors mpi)
     message(STATUS "MPI flavors: ${MPI_CXX_LIBRARY_VERSION_STRING}")
   else()
