@@ -101,10 +101,9 @@ class rma_op_t final : public transfer_op_t
 };
 
 // The largest small put with signal (header, put_t and data in one message)
-// in bytes. Measured on the native shm backend (docs/PERFORMANCE_LOG.md): one
-// message beats writes, their ack and a signal up to about 2 KiB of data;
-// at 4 KiB the copies through a packet cost more than the two crossings
-// saved.
+// in bytes: up to about 2 KiB of data one message beats writes, their ack
+// and a signal; beyond, the copies through a packet cost more than the two
+// crossings saved (native shm backend, docs/PERFORMANCE_LOG.md).
 constexpr size_t kMaxSmallPutWire = 2048;
 
 // A small put with signal (post_rma decides): header, put_t and data as one
