@@ -6,10 +6,9 @@
 // lci::progress() gets the same policy. With a core per rank a poll that
 // has work never yields and an idle one costs one system call per
 // idle_spins polls; with more ranks than cores a pure spin would hold the
-// core for a whole time slice while the peer it waits for cannot run (4
-// ranks on 2 cores: milliseconds per collective instead of tens of
-// microseconds; a program's own progress loop at 4 ranks on 2 cores: 800x
-// slower per message, docs/PERFORMANCE_LOG.md).
+// core for a whole time slice while the peer it waits for cannot run, so
+// every message would wait for the scheduler (docs/PERFORMANCE_LOG.md,
+// "Oversubscribed").
 #ifndef LCI_UTIL_IDLE_HPP
 #define LCI_UTIL_IDLE_HPP
 
