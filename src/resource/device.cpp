@@ -133,8 +133,8 @@ void free_device_x::call_impl(device_t* device, runtime_t)
   // The process manager is no longer ours to use (the program finalized
   // the MPI that LCI bootstraps through, or that took the PMI connection
   // over): the collective end goes over the network, on this device, while
-  // it is still whole. Drained first, as before the bootstrap barrier, so
-  // that nothing posted earlier trails the barrier's messages.
+  // it is still whole. Drained first (the bootstrap-barrier path drains too),
+  // so that nothing posted earlier trails the barrier's messages.
   bool over_network = rt->nfailed.load(std::memory_order_relaxed) == 0 &&
                       !rt->bootstrap->usable();
   if (over_network && !rt->peers_synced_at_free) {
