@@ -13,19 +13,16 @@
 namespace lci
 {
 
-error_t try_send_gather(device_impl_t* dev, packet_pool_impl_t* pool, int rank,
-                        const void* head, size_t hlen, const void* body,
-                        size_t blen)
+error_t send_in_packet(device_impl_t* dev, packet_pool_impl_t* pool, int rank,
+                       const void* head, size_t hlen, const void* body,
+                       size_t blen)
 {
-  const size_t wire = hlen + blen;
-  if (wire <= dev->runtime->max_inject_wire)
-    return dev->net->post_inject_gather(rank, head, hlen, body, blen);
   if (!pool) pool = dev->pool;
   packet_t* p = pool->get();
   if (!p) return errorcode_t::retry_nopacket;
   std::memcpy(p->data(), head, hlen);
   if (blen) std::memcpy(p->data() + hlen, body, blen);
-  error_t e = post_packet(dev, rank, p, wire, nullptr, status_t());
+  error_t e = post_packet(dev, rank, p, hlen + blen, nullptr, status_t());
   if (e.is_retry()) packet_pool_impl_t::put(p);
   return e;
 }
@@ -34,7 +31,7 @@ error_t try_send_control(device_impl_t* dev, packet_pool_impl_t* pool, int rank,
                          const msg_header_t& hdr, const void* payload,
                          size_t size)
 {
-  return try_send_gather(dev, pool, rank, &hdr, sizeof(hdr), payload, size);
+  return send_small(dev, pool, rank, &hdr, sizeof(hdr), payload, size);
 }
 
 void send_control(device_impl_t* dev, int rank, const msg_header_t& hdr,

@@ -11,7 +11,7 @@ namespace
 {
 
 // The device's own posts have left it (device_impl_t::drained), and the
-// backend has nothing left to push for a peer (net::device_t::busy: the
+// backend has nothing left to push for a peer (net::net_device_t::busy: the
 // native shm fallback serves a peer's get from this rank's memory only
 // while this device is progressed). Once a peer has failed the backend's
 // work may never finish (toward the dead peer): only the posts count then.
@@ -19,7 +19,7 @@ bool device_drained(device_impl_t* dev)
 {
   return dev->drained() &&
          (dev->runtime->nfailed.load(std::memory_order_relaxed) != 0 ||
-          !dev->net->busy());
+          !dev->net.busy());
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ std::string net_state(runtime_t runtime, device_t device)
   runtime_impl_t* rt = resolve_runtime(runtime, "introspect::net_state");
   device_impl_t* dev =
       device.is_empty() ? rt->default_device : device.get_impl();
-  return dev ? dev->net->debug_state() : std::string();
+  return dev ? dev->net.debug_state() : std::string();
 }
 
 }  // namespace lci::introspect

@@ -19,7 +19,7 @@
 //     (note_heard: a load and a compare, a store once per epoch);
 //   - network errors: a send or transfer to a rank that the backend fails
 //     with an error completion (tcp: the connection was reset) declares
-//     that rank failed (net::device_t names the peer when it can).
+//     that rank failed (net::net_device_t names the peer when it can).
 //
 // Declaring rank R failed (mark_peer_failed, once per rank and runtime):
 //   - posts naming R (send, receive from R, put, get) throw

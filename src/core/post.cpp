@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "comp/sync.hpp"
+#include "core/control.hpp"
 #include "core/peer_failure.hpp"
 #include "core/progress.hpp"
 #include "core/protocol.hpp"
@@ -34,7 +35,7 @@ namespace
 // caches, each bounded: beyond it, the global allocator). Plain data, so
 // that a thread reaches it at a fixed offset from the thread pointer with
 // no initialization guard (a thread_local with a destructor has one, and
-// its guard is reached through __tls_get_addr: 11 instructions per post);
+// its guard is reached through __tls_get_addr on every post);
 // the destructor lives in recv_cache_reaper_t, made by the first free.
 struct recv_cache_t {
   static constexpr int kMax = 64;
@@ -148,36 +149,34 @@ inline msg_header_t out_header(runtime_impl_t* rt, tag_t tag, rcomp_t rcomp,
   return hdr;
 }
 
-// Sends with the inject protocol (a copy on the stack, no completion) or the
-// eager one (a copy into a packet, returned to its pool when the network is
-// done with it). Either way the user buffer is free on return: done.
+// Sends an eager message or active message. Either way the user buffer is
+// free on return: done, or posted with comp_semantic network (its
+// completion waits for the network's).
 status_t post_out(const post_args_t& a)
 {
   msg_header_t hdr = out_header(a.rt, a.tag, a.rcomp, a.policy, a.me);
   const size_t wire = sizeof(hdr) + a.size;
   const bool network = a.semantic == comp_semantic_t::network;
 
-  // fi_inject has no completion: a send with comp_semantic network takes a
-  // packet whatever its size. A user packet has room for the header in
-  // front of its payload: it is sent as it is, without a copy.
-  if (wire <= a.rt->max_inject_wire && !network) {
-    // the header and the payload go to the backend apart (it gathers them
-    // as it copies); a user packet has room for the header in front
-    error_t e;
-    if (a.upacket) {
-      std::memcpy(a.upacket->data(), &hdr, sizeof(hdr));
-      e = a.dev->net->post_inject(a.rank, a.upacket->data(), wire);
-    } else {
-      e = a.dev->net->post_inject_gather(a.rank, &hdr, sizeof(hdr), a.buffer,
-                                         a.size);
-    }
+  if (!network && !a.upacket) {
+    error_t e =
+        send_small(a.dev, a.pool, a.rank, &hdr, sizeof(hdr), a.buffer, a.size);
     if (e.is_retry()) return status_t(e.errorcode);
-    if (a.upacket) {
-      a.upacket->user_owned.store(false, std::memory_order_relaxed);
-      packet_pool_impl_t::put(a.upacket);
-    }
     return done_status(a);
   }
+  // A user packet within the route's copy limit is copied by the backend
+  // and goes back to its pool at once.
+  if (!network && wire <= a.dev->net.copy_limit(a.rank)) {
+    error_t e = a.dev->net.send_copy(a.rank, &hdr, sizeof(hdr),
+                                     a.upacket->data() + sizeof(hdr), a.size);
+    if (e.is_retry()) return status_t(e.errorcode);
+    a.upacket->user_owned.store(false, std::memory_order_relaxed);
+    packet_pool_impl_t::put(a.upacket);
+    return done_status(a);
+  }
+  // A packet, posted: a send with comp_semantic network (the backend's
+  // copy would have no network completion), or a user packet sent as it
+  // is (it has room for the header in front of its payload).
   packet_t* p = a.upacket ? a.upacket : a.pool->get();
   if (!p) return status_t(errorcode_t::retry_nopacket);
   std::memcpy(p->data(), &hdr, sizeof(hdr));
@@ -509,6 +508,43 @@ matching_policy_t effective_policy(matching_policy_t policy, int rank,
   return matching_policy_t::none;
 }
 
+// The argument checks every post makes that a common post passes: rank in
+// range, no failed peer (the cheap stand-in for "this rank is not failed"),
+// a buffer unless empty, a sane size, a tag within max_tag. One
+// conjunction without a message; when it fails, check_args says which
+// (and lets the receive's wildcards through). call_lean's fast paths and
+// post_checked both start here, so the two entries cannot drift apart.
+[[gnu::always_inline]] inline bool args_pass(const runtime_impl_t* rt, int rank,
+                                             const void* buffer, size_t size,
+                                             tag_t tag)
+{
+  return rank >= 0 && rank < rt->rank_n &&
+         rt->nfailed.load(std::memory_order_relaxed) == 0 &&
+         (buffer || size == 0) && static_cast<int64_t>(size) >= 0 &&
+         tag <= rt->attr.max_tag;
+}
+
+// args_pass failed: the same checks one by one, each with its message (a
+// receive may name ANY_SOURCE and ANY_TAG; `wild`).
+[[gnu::noinline]] void check_args(const runtime_impl_t* rt, int rank,
+                                  const void* buffer, size_t size, tag_t tag,
+                                  bool wild, const char* call)
+{
+  if (!(rank >= 0 && rank < rt->rank_n) && !(wild && rank == ANY_SOURCE))
+    util::throw_fatal(call, ": rank ", rank, " is out of range [0, ",
+                      rt->rank_n, ")");
+  if (peer_is_failed(rt, rank))
+    throw_peer_failed(const_cast<runtime_impl_t*>(rt), rank, call);
+  if (!buffer && size > 0)
+    util::throw_fatal(call, ": null buffer with size ", size);
+  if (static_cast<int64_t>(size) < 0)
+    util::throw_fatal(call, ": size ", size,
+                      " is negative (or larger than any buffer)");
+  if (tag > rt->attr.max_tag && !(wild && tag == ANY_TAG))
+    util::throw_fatal(call, ": tag ", tag, " is above max_tag ",
+                      rt->attr.max_tag);
+}
+
 // The checks every post makes, in one order, then the path and the post.
 // `a` holds the resolved handles and the arguments. kLean: the caller is
 // call_lean, so packet_pool, matching_engine and mr are empty, rmr is
@@ -531,19 +567,8 @@ template <bool kLean>
     util::throw_fatal(call, ": a receive (direction IN) with remote_comp ",
                       remote_comp,
                       " is not a valid communication (paper Table 1)");
-  if (!(rank >= 0 && rank < a.rt->rank_n) &&
-      !(in && !rma && rank == ANY_SOURCE))
-    util::throw_fatal(call, ": rank ", rank, " is out of range [0, ",
-                      a.rt->rank_n, ")");
-  if (peer_is_failed(a.rt, rank)) throw_peer_failed(a.rt, rank, call);
-  if (!a.buffer && size > 0)
-    util::throw_fatal(call, ": null buffer with size ", size);
-  if (static_cast<int64_t>(size) < 0)
-    util::throw_fatal(call, ": size ", size,
-                      " is negative (or larger than any buffer)");
-  if (tag > a.rt->attr.max_tag && !(in && !rma && tag == ANY_TAG))
-    util::throw_fatal(call, ": tag ", tag, " is above max_tag ",
-                      a.rt->attr.max_tag);
+  if (__builtin_expect(!args_pass(a.rt, rank, a.buffer, size, tag), 0))
+    check_args(a.rt, rank, a.buffer, size, tag, in && !rma, call);
   if (remote_comp != RCOMP_NULL && remote_comp > msg_header_t::kAuxMax)
     util::throw_fatal(call, ": remote_comp ", remote_comp, " is out of range");
   if (!a.me && !rma && remote_comp == RCOMP_NULL)
@@ -701,10 +726,10 @@ status_t post_comm_x::call_impl(
 // generated call() decides): the same post as call_impl's. The two common
 // posts whose every check passes, an eager send or active message (not
 // from a user packet) and a receive from a given rank with a given tag, go
-// straight to post_out's inject and post_in (the predicates below are the
-// checks of post_checked that could fail for them, so nothing is skipped
-// that could fail); everything else, and every error, goes through
-// post_checked.
+// straight to send_small and post_in: args_pass, post_checked's own first
+// test, and the few checks of post_checked that could fail for these two
+// cases (remote_comp, matching engine), so nothing is skipped that could
+// fail; everything else, and every error, goes through post_checked.
 status_t post_comm_x::call_lean(direction_t direction, int rank,
                                 void* local_buffer, size_t size,
                                 comp_t local_comp, device_t device, tag_t tag,
@@ -713,11 +738,10 @@ status_t post_comm_x::call_lean(direction_t direction, int rank,
   rt_dev_t rd = resolve_device(runtime_t(), device, "post_comm");
   runtime_impl_t* rt = rd.rt;
   device_impl_t* dev = rd.dev;
-  const bool common = rank >= 0 && rank < rt->rank_n &&
-                      rt->nfailed.load(std::memory_order_relaxed) == 0 &&
-                      (local_buffer || size == 0) &&
-                      static_cast<int64_t>(size) >= 0 &&
-                      tag <= rt->attr.max_tag && local_comp.p_impl != nullptr &&
+  // the post neither blocks nor may retry (post_checked's other checks
+  // that could fail for these two cases are spelled out below)
+  const bool common = args_pass(rt, rank, local_buffer, size, tag) &&
+                      local_comp.p_impl != nullptr &&
                       local_comp != COMP_NULL_RETRY;
   if (direction == direction_t::OUT) {
     matching_engine_impl_t* me = rt->default_me;
@@ -732,19 +756,13 @@ status_t post_comm_x::call_lean(direction_t direction, int rank,
                     rt->default_pool->upacket_of(local_buffer)))) &&
                 dev->backlog.empty(),
             1)) {
-      // post_out's inject case, without its arguments in memory
-      if (sizeof(msg_header_t) + size <= rt->max_inject_wire) {
-        const msg_header_t hdr =
-            out_header(rt, tag, remote_comp, matching_policy_t::rank_tag, me);
-        error_t e = dev->net->post_inject_gather(rank, &hdr, sizeof(hdr),
-                                                 local_buffer, size);
-        if (e.is_retry()) return status_t(e.errorcode);
-        return done_status(rank, local_buffer, size, tag, user_context);
-      }
-      post_args_t a;
-      lean_args(&a, rd, rank, local_buffer, size, local_comp, tag, remote_comp,
-                user_context);
-      return post_out(a);
+      // post_out's common case, without its arguments in memory
+      const msg_header_t hdr =
+          out_header(rt, tag, remote_comp, matching_policy_t::rank_tag, me);
+      error_t e = send_small(dev, dev->pool, rank, &hdr, sizeof(hdr),
+                             local_buffer, size);
+      if (e.is_retry()) return status_t(e.errorcode);
+      return done_status(rank, local_buffer, size, tag, user_context);
     }
   }
   post_args_t a;

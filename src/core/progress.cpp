@@ -82,7 +82,7 @@ void refill_recvs(device_impl_t* dev)
     packet_t* p = dev->pool->get();
     if (p) {
       p->recv_owner = dev;
-      if (dev->net->post_recv(p->data(), size, p).is_posted()) continue;
+      if (dev->net.post_recv(p->data(), size, p).is_posted()) continue;
       p->recv_owner = nullptr;
       packet_pool_impl_t::put(p);
     } else if (!dev->recv_starved.load(std::memory_order_relaxed)) {
@@ -543,7 +543,7 @@ inline bool needs_upkeep(const device_impl_t* dev, size_t n)
   } batch;
   net::cqe_t* cqes = batch.at;
   alignas(64) char scratch[kScratch];
-  const size_t ncqes = dev->net->poll_comp(cqes, kBatch, scratch, kScratch);
+  const size_t ncqes = dev->net.poll(cqes, kBatch, scratch, kScratch);
   if (ncqes > 0) {
     n += ncqes;
     size_t i = 0;
@@ -686,8 +686,8 @@ void progress_during(device_impl_t* dev, const std::function<void()>& wait)
   try {
     poller = std::thread(poll);
   } catch (const std::system_error&) {
-    // no thread to be had (a resource limit): wait without polling, as
-    // before this helper existed
+    // no thread to be had (a resource limit): wait without polling; a
+    // wait that needs this device's progress then depends on the peers
   }
   struct joiner_t {
     std::atomic<bool>& stop;

@@ -107,7 +107,7 @@ class rma_op_t final : public transfer_op_t
 constexpr size_t kMaxSmallPutWire = 2048;
 
 // A small put with signal (post_rma decides): header, put_t and data as one
-// message, injected or in a packet like an eager send. The target copies
+// message, sent by send_small like an eager send. The target copies
 // the data into its region, signals, and acks; the ack completes `op`.
 // posted, or a retry code (nothing was sent).
 error_t send_put(const post_args_t& a, rma_op_t* op)
@@ -117,8 +117,8 @@ error_t send_put(const post_args_t& a, rma_op_t* op)
   char head[sizeof(hdr) + sizeof(put)];
   std::memcpy(head, &hdr, sizeof(hdr));
   std::memcpy(head + sizeof(hdr), &put, sizeof(put));
-  return try_send_gather(a.dev, a.pool, a.rank, head, sizeof(head), a.buffer,
-                         a.size);
+  return send_small(a.dev, a.pool, a.rank, head, sizeof(head), a.buffer,
+                    a.size);
 }
 
 // The target's side of a put or get with signal: its remote completion is

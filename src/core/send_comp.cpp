@@ -100,8 +100,13 @@ error_t post_packet(device_impl_t* dev, int rank, packet_t* p, size_t wire,
     p->send_comp = sc;
   }
   dev->nsends_pending.fetch_add(1, std::memory_order_relaxed);
-  error_t e = comp ? dev->net->post_send_network(rank, p->data(), wire, p)
-                   : dev->net->post_send(rank, p->data(), wire, p);
+  error_t e = comp ? dev->net.post_send_network(rank, p->data(), wire, p)
+                   : dev->net.post_send(rank, p->data(), wire, p);
+  if (e.is_done()) {
+    // the backend copied the packet: no completion follows
+    complete_send(dev, p);
+    return e;
+  }
   if (e.is_retry()) {
     auto* sc = static_cast<send_comp_t*>(p->send_comp);
     if (sc && !unlink(dev, sc)) {

@@ -15,8 +15,9 @@ namespace lci
 // (comp_semantic network) the network is asked for its strongest completion
 // level and `comp` is signalled with `status` at the send completion;
 // without, the completion only returns the packet. The packet counts in
-// dev->nsends_pending until then. On retry nothing changed: the caller
-// still owns `p`.
+// dev->nsends_pending until then. done: the backend copied the packet, which
+// is back in its pool already. On retry nothing changed: the caller still
+// owns `p`.
 error_t post_packet(device_impl_t* dev, int rank, packet_t* p, size_t wire,
                     comp_impl_t* comp, const status_t& status);
 

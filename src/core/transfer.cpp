@@ -8,25 +8,47 @@
 namespace lci
 {
 
+namespace
+{
+error_t post_to_backend(device_impl_t* dev, const transfer_plan_t& plan,
+                        char* buf, size_t len, const net::remote_t& remote,
+                        transfer_op_t* op)
+{
+  switch (plan.kind) {
+    case transfer_plan_t::kind_t::write:
+      return dev->net.post_write(plan.rank, buf, len, plan.desc, remote, op,
+                                 plan.delivered);
+    case transfer_plan_t::kind_t::writeimm:
+      return dev->net.post_writeimm(plan.rank, buf, len, plan.desc, remote,
+                                    plan.imm, op);
+    case transfer_plan_t::kind_t::read:
+    default:
+      return dev->net.post_read(plan.rank, buf, len, plan.desc, remote, op);
+  }
+}
+}  // namespace
+
 error_t post_fragment(device_impl_t* dev, const transfer_plan_t& plan, size_t i,
                       transfer_op_t* op)
 {
   const size_t off = i * plan.frag;
   const size_t len = plan.size - off < plan.frag ? plan.size - off : plan.frag;
-  char* buf = plan.local + off;
   net::remote_t remote = plan.remote;
   remote.disp += off;
-  switch (plan.kind) {
-    case transfer_plan_t::kind_t::write:
-      return dev->net->post_write(plan.rank, buf, len, plan.desc, remote, op,
-                                  plan.delivered);
-    case transfer_plan_t::kind_t::writeimm:
-      return dev->net->post_writeimm(plan.rank, buf, len, plan.desc, remote,
-                                     plan.imm, op);
-    case transfer_plan_t::kind_t::read:
-    default:
-      return dev->net->post_read(plan.rank, buf, len, plan.desc, remote, op);
+  error_t e = post_to_backend(dev, plan, plan.local + off, len, remote, op);
+  if (e.is_done()) {
+    // finished in the call (a CMA copy): its completion now, as progress
+    // would give it, with no cqe to wait for
+    net::cqe_t c{};
+    c.kind = plan.kind == transfer_plan_t::kind_t::read
+                 ? net::cqe_t::kind_t::read
+                 : net::cqe_t::kind_t::write;
+    c.ctx = op;
+    c.rank = plan.rank;
+    op->transfer_done(c);
+    return errorcode_t::posted;
   }
+  return e;
 }
 
 void post_fragments(device_impl_t* dev, const transfer_plan_t& plan,

@@ -2,8 +2,9 @@
 // into fragments of at most the runtime's max_rma_size bytes (the backend's
 // maximum transfer, or the max_msg_size attribute), each posted as one
 // write, write with immediate data, or read. The operation that owns them
-// (a transfer_op_t) is the context of every fragment; progress calls its
-// transfer_done() once per fragment completion.
+// (a transfer_op_t) is the context of every fragment; its transfer_done()
+// runs once per fragment completion: in progress, or in the post itself when
+// the backend finished the fragment there.
 //
 // Fragments are posted in order. When the network refuses one, it and the
 // ones after it go to the device's backlog queue and progress posts them
@@ -45,7 +46,10 @@ struct transfer_plan_t {
   size_t nfrags() const { return size / frag + (size % frag != 0); }
 };
 
-// Posts fragment i; posted or a retry code.
+// Posts fragment i; posted or a retry code. A fragment the backend
+// finished in the call is completed here (op->transfer_done, which may
+// complete and free `op`) and reported posted: the caller never touches
+// `op` after posting its last fragment.
 error_t post_fragment(device_impl_t* dev, const transfer_plan_t& plan, size_t i,
                       transfer_op_t* op);
 

@@ -1,11 +1,14 @@
 // The network backend interface (paper 4.2.1): a context holds the global
 // network resources of one runtime (fabric, domain, memory registrations), a
 // device the resources on the critical path of one LCI device (endpoint,
-// completion queue, address vector). The interface is narrow on purpose, so
-// that a libibverbs or shared-memory backend fits it: messages to a rank,
-// pre-posted receives, RDMA write (optionally with immediate data) and read
-// into registered memory, and polling. The core never sees a backend type; a
-// backend registers a factory by name (see net.cpp).
+// completion queue, address vector). The interface is narrow, so that a
+// libibverbs or shared-memory backend fits it: messages to a rank (copied at
+// once where the backend owns memory for them, else from a buffer that
+// completes later), pre-posted receives, RDMA write (optionally with
+// immediate data) and read into registered memory, and polling. A post may
+// complete in the call (done) when the backend finished it there; the core
+// never waits for a completion that has nothing left to report. The core
+// never sees a backend type: it holds a link_t.
 //
 // Thread safety: every call may come from any thread. A backend guards its
 // own objects with try-locks at the granularity of the provider's locks and
@@ -13,6 +16,7 @@
 #ifndef LCI_NET_NET_HPP
 #define LCI_NET_NET_HPP
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -52,7 +56,7 @@ struct caps_t {
 };
 
 // A memory registration, valid on every device of the context.
-struct mr_t {
+struct net_mr_t {
   void* desc = nullptr;  // local descriptor (may be null)
   uint64_t rkey = 0;     // the key a peer's write or read must present
   // the remote address of the region's first byte: its virtual address, or
@@ -104,10 +108,32 @@ struct cqe_t {
   bool refused = false;
 };
 
-class device_t
+// What the route to one peer rank offers the core's small sends: under the
+// combining backend (net/hybrid) the routes of one device differ (native
+// shm to the node's ranks, libfabric to the others), so the core decides
+// per message, by its destination, never by one device-wide minimum.
+struct route_caps_t {
+  // the largest message (header and payload) send_copy takes on this route
+  size_t max_copy = 0;
+  // true: send_copy copies the message into memory the backend owns (native
+  // shm: its ring) at no more cost than a send from a packet would, so the
+  // core sends every message up to max_copy that way; false: send_copy is a
+  // provider inject, bounded as well by the runtime's inject limit
+  // (attribute max_inject_size)
+  bool copies = false;
+};
+
+// One backend endpoint of one LCI device. The core reaches it only through
+// link_t below.
+//
+// Results of the post calls: done means the operation is complete on
+// return and no cqe follows (a send whose buffer the backend copied, a CMA
+// transfer that finished in the call); posted means a cqe with `ctx` comes
+// from poll_comp later; retry_lock / retry_nomem mean nothing happened.
+class net_device_t
 {
  public:
-  virtual ~device_t() = default;
+  virtual ~net_device_t() = default;
   // This endpoint's address, as bytes to ship to the peers.
   virtual std::string get_address() = 0;
   // addrs[r] is rank r's endpoint address for the same device index.
@@ -116,22 +142,21 @@ class device_t
   // is behind): no peer needs anything more to reach this endpoint.
   // Default: nothing.
   virtual void connected() {}
-  // Send a small buffer; it is reusable on return and no completion is
-  // generated. done, or retry_lock / retry_nomem.
-  virtual error_t post_inject(int rank, const void* buf, size_t size) = 0;
-  // post_inject of the message `head` (hlen bytes) followed by `tail`
-  // (tlen bytes; the core's wire header and the user's payload), without
-  // the caller gathering them first. A backend that copies the message
-  // anyway (native shm: into its ring) takes both pieces at once; the
-  // default gathers them on the stack (net.cpp) and calls post_inject.
-  virtual error_t post_inject_gather(int rank, const void* head, size_t hlen,
-                                     const void* tail, size_t tlen);
-  // Send a buffer; a send cqe with `ctx` arrives when it is reusable.
-  // posted, or retry_lock / retry_nomem.
+  // What the route to `rank` offers (after connect).
+  virtual route_caps_t route(int rank) = 0;
+  // Send the message `head` (hlen bytes) followed by `tail` (tlen bytes;
+  // the core's wire header and the user's payload), hlen + tlen at most
+  // route(rank).max_copy. Both pieces are reusable on return and no cqe
+  // follows: done, or retry_lock / retry_nomem.
+  virtual error_t send_copy(int rank, const void* head, size_t hlen,
+                            const void* tail, size_t tlen) = 0;
+  // Send a buffer: done (copied, no cqe), or posted (a send cqe with `ctx`
+  // arrives when the buffer is reusable), or retry_lock / retry_nomem.
   virtual error_t post_send(int rank, const void* buf, size_t size,
                             void* ctx) = 0;
   // post_send whose send cqe waits for the strongest completion level the
   // provider offers (caps_t::network_completion): comp_semantic network.
+  // posted or retry_* (never done).
   virtual error_t post_send_network(int rank, const void* buf, size_t size,
                                     void* ctx) = 0;
   // Pre-post a receive buffer; a recv cqe with `ctx` arrives when a message
@@ -139,9 +164,10 @@ class device_t
   virtual error_t post_recv(void* buf, size_t size, void* ctx) = 0;
   // RDMA write of `size` (1..max_msg_size) bytes to `remote` in the
   // target's registration; `desc` is the local registration's (null when
-  // caps().mr_local is false and there is none). A write cqe with `ctx`
-  // arrives when the buffer is reusable and, with `delivered`, the data is
-  // visible at the target. posted or retry_*.
+  // caps().mr_local is false and there is none). done (the data is at the
+  // target already), or posted: a write cqe with `ctx` arrives when the
+  // buffer is reusable and, with `delivered`, the data is visible at the
+  // target. Or retry_*.
   virtual error_t post_write(int rank, const void* buf, size_t size, void* desc,
                              const remote_t& remote, void* ctx,
                              bool delivered) = 0;
@@ -150,8 +176,9 @@ class device_t
   virtual error_t post_writeimm(int rank, const void* buf, size_t size,
                                 void* desc, const remote_t& remote,
                                 uint64_t imm, void* ctx) = 0;
-  // RDMA read of `size` bytes from the target into `buf`; a read cqe with
-  // `ctx` arrives when the data is there. posted or retry_*.
+  // RDMA read of `size` bytes from the target into `buf`: done (the data
+  // is there), or posted (a read cqe with `ctx` arrives when it is), or
+  // retry_*.
   virtual error_t post_read(int rank, void* buf, size_t size, void* desc,
                             const remote_t& remote, void* ctx) = 0;
   // Up to `max` completions; 0 when none (or the lock was busy). A failed
@@ -174,28 +201,110 @@ class device_t
   virtual std::string debug_state() { return {}; }
 };
 
+// The core's one way to a backend device: a thin non-virtual layer that
+// owns the backend endpoint and keeps, per peer rank, the largest message
+// the core may hand to send_copy (route_caps_t, resolved at connect), so
+// that the small-send decision is one load and a compare.
+class link_t
+{
+ public:
+  link_t() = default;
+  explicit link_t(std::unique_ptr<net_device_t> dev) : dev_(std::move(dev)) {}
+
+  explicit operator bool() const { return dev_ != nullptr; }
+  net_device_t* backend() const { return dev_.get(); }
+  void reset() { dev_.reset(); }
+
+  std::string get_address() { return dev_->get_address(); }
+  // Connects, then resolves each route's send_copy limit: a route that
+  // copies takes any message up to its max_copy, an inject route at most
+  // `inject_wire` bytes (the runtime's inject limit in force).
+  void connect(const std::vector<std::string>& addrs, size_t inject_wire)
+  {
+    dev_->connect(addrs);
+    copy_limit_.assign(addrs.size(), 0);
+    for (size_t r = 0; r < addrs.size(); ++r) {
+      const route_caps_t c = dev_->route(static_cast<int>(r));
+      copy_limit_[r] =
+          c.copies ? c.max_copy : std::min(c.max_copy, inject_wire);
+    }
+  }
+  void connected() { dev_->connected(); }
+
+  // the largest message (wire header included) send_copy takes to `rank`
+  size_t copy_limit(int rank) const
+  {
+    return copy_limit_[static_cast<size_t>(rank)];
+  }
+
+  error_t send_copy(int rank, const void* head, size_t hlen, const void* tail,
+                    size_t tlen)
+  {
+    return dev_->send_copy(rank, head, hlen, tail, tlen);
+  }
+  error_t post_send(int rank, const void* buf, size_t size, void* ctx)
+  {
+    return dev_->post_send(rank, buf, size, ctx);
+  }
+  error_t post_send_network(int rank, const void* buf, size_t size, void* ctx)
+  {
+    return dev_->post_send_network(rank, buf, size, ctx);
+  }
+  error_t post_recv(void* buf, size_t size, void* ctx)
+  {
+    return dev_->post_recv(buf, size, ctx);
+  }
+  error_t post_write(int rank, const void* buf, size_t size, void* desc,
+                     const remote_t& remote, void* ctx, bool delivered)
+  {
+    return dev_->post_write(rank, buf, size, desc, remote, ctx, delivered);
+  }
+  error_t post_writeimm(int rank, const void* buf, size_t size, void* desc,
+                        const remote_t& remote, uint64_t imm, void* ctx)
+  {
+    return dev_->post_writeimm(rank, buf, size, desc, remote, imm, ctx);
+  }
+  error_t post_read(int rank, void* buf, size_t size, void* desc,
+                    const remote_t& remote, void* ctx)
+  {
+    return dev_->post_read(rank, buf, size, desc, remote, ctx);
+  }
+  size_t poll(cqe_t* out, size_t max, char* scratch, size_t scratch_size)
+  {
+    return dev_->poll_comp(out, max, scratch, scratch_size);
+  }
+  bool busy() { return dev_->busy(); }
+  std::string debug_state() { return dev_->debug_state(); }
+
+ private:
+  std::unique_ptr<net_device_t> dev_;
+  std::vector<size_t> copy_limit_;  // by peer rank
+};
+
 class context_t
 {
  public:
   virtual ~context_t() = default;
   const caps_t& caps() const { return caps_; }
-  virtual std::unique_ptr<device_t> alloc_device(const device_attr_t& attr) = 0;
+  virtual std::unique_ptr<net_device_t> alloc_device(
+      const device_attr_t& attr) = 0;
   // Registers [buf, buf + size) for local use and for remote writes and
   // reads by peers; throws fatal_error (naming `call`) when the backend
   // refuses. Any thread.
-  virtual mr_t register_memory(void* buf, size_t size, const char* call) = 0;
+  virtual net_mr_t register_memory(void* buf, size_t size,
+                                   const char* call) = 0;
   // register_memory under the remote key `rkey`, chosen by the caller: a
   // combining backend (net/hybrid) whose peers present one key on every
   // path. A backend that checks keys itself lists the region under it; the
   // default registers as usual and ignores `rkey` (for backends whose keys
   // the combining backend does not pass on).
-  virtual mr_t register_memory_key(void* buf, size_t size, const char* call,
-                                   uint64_t rkey)
+  virtual net_mr_t register_memory_key(void* buf, size_t size, const char* call,
+                                       uint64_t rkey)
   {
     (void)rkey;
     return register_memory(buf, size, call);
   }
-  virtual void deregister_memory(mr_t* mr) = 0;
+  virtual void deregister_memory(net_mr_t* mr) = 0;
   // Registrations made and not yet released, by any caller (introspection
   // for tests: a leak check).
   int64_t count_registered() const

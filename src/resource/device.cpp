@@ -79,13 +79,13 @@ device_impl_t::device_impl_t(runtime_impl_t* rt, packet_pool_impl_t* p,
     attr.net_max_recvs =
         pool->attr.npackets / 2 > 0 ? pool->attr.npackets / 2 : 1;
   std::lock_guard<std::mutex> guard(rt->collective_mu);
-  net = rt->net_context->alloc_device(attr);
-  net->connect(exchange_addresses(rt, net->get_address()));
+  net = net::link_t(rt->net_context->alloc_device(attr));
+  net.connect(exchange_addresses(rt, net.get_address()), rt->max_inject_wire);
   pool->users.fetch_add(1);
   progress_device(this);  // pre-posts the receives
   // nobody sends to this device before every rank has posted its receives
   via_bootstrap("alloc_device", [&] { rt->bootstrap->barrier(); });
-  net->connected();
+  net.connected();
 }
 
 device_impl_t::~device_impl_t()

@@ -43,8 +43,8 @@ class device_impl_t
   device_attr_t attr;
   runtime_impl_t* runtime;
   packet_pool_impl_t* pool;  // supplies the pre-posted receives
-  std::unique_ptr<net::device_t> net;
-  size_t index = 0;  // slot in runtime->devices
+  net::link_t net;           // the backend endpoint, through its thin layer
+  size_t index = 0;          // slot in runtime->devices
   // the runtime's progress attributes, copied here for every poll:
   // attentive_progress, and idle_spins (0, never yield: UINT32_MAX)
   bool attentive = false;

@@ -1,6 +1,6 @@
 // Upstream LCI 2's network contexts and endpoints as handles on what this
 // library has: a runtime's one network context (net::context_t) and a
-// device's one endpoint (its net::device_t). Each handle is owned by its
+// device's one endpoint (its net::net_device_t). Each handle is owned by its
 // runtime or device and freed with it at the latest.
 #ifndef LCI_RESOURCE_ENDPOINT_HPP
 #define LCI_RESOURCE_ENDPOINT_HPP

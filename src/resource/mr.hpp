@@ -42,7 +42,7 @@ class mr_impl_t
   runtime_impl_t* runtime = nullptr;
   char* address = nullptr;
   size_t size = 0;
-  net::mr_t net;
+  net::net_mr_t net;
 
   bool covers(const void* p, size_t n) const
   {
@@ -92,7 +92,7 @@ class mr_use_t
 
  private:
   runtime_impl_t* rt_ = nullptr;
-  net::mr_t owned_;
+  net::net_mr_t owned_;
   bool has_owned_ = false;
   void* desc_ = nullptr;
   net::remote_t remote_;

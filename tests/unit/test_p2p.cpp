@@ -530,7 +530,9 @@ TEST_P(P2pProvider, FloodOfUnexpectedMessages)
 
 // The sender outruns a one-packet pool, with nothing injected (so even the
 // rendezvous requests need a packet): every post after the first meets
-// retry at least once; nothing is lost or duplicated.
+// retry at least once; nothing is lost or duplicated. The native shm
+// backend copies every eager message and request into its ring (its route
+// copies, net::route_caps_t), so there no send waits for a packet.
 TEST_P(P2pProvider, TinyPacketPool)
 {
   lci::runtime_t rt =
@@ -559,7 +561,10 @@ TEST_P(P2pProvider, TinyPacketPool)
     }
     if (saw_retry) ++retried;
   }
-  EXPECT_GE(retried, n - 1);
+  if (std::string(GetParam()) == "native")
+    EXPECT_EQ(retried, 0u);
+  else
+    EXPECT_GE(retried, n - 1);
   lci::comp_t recvs = lci::alloc_counter();
   size_t posted = 0;
   for (size_t i = 0; i < n; ++i)

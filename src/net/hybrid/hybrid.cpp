@@ -3,8 +3,9 @@
 //
 // Routing: a post names its peer rank; index_[rank] says whether the rank
 // is on this node (its index in the local backend) or not (-1: the remote
-// backend, under its own rank). Every virtual of device_t is forwarded in
-// one line through route(); a new one is added the same way.
+// backend, under its own rank). Every virtual of net_device_t is forwarded
+// in one line through pick(); a new one is added the same way. Each route
+// reports the limits of the side that serves it (route()).
 //
 // Receives: messages arrive on either sub-device, and each needs its own
 // pre-posted buffers. A post_recv goes to the side that holds fewer
@@ -35,8 +36,8 @@ namespace lci::net::hybrid
 namespace
 {
 
-struct route_t {
-  device_t* dev;
+struct path_t {
+  net_device_t* dev;
   int rank;     // the peer's number in that backend
   bool remote;  // the remote backend
 };
@@ -48,11 +49,11 @@ struct shared_t {
   bool remote_virtual = false;  // the remote backend's caps().rma_virtual
 };
 
-class hybrid_device_t final : public device_t
+class hybrid_device_t final : public net_device_t
 {
  public:
-  hybrid_device_t(std::unique_ptr<device_t> local,
-                  std::unique_ptr<device_t> remote, const shared_t& s)
+  hybrid_device_t(std::unique_ptr<net_device_t> local,
+                  std::unique_ptr<net_device_t> remote, const shared_t& s)
       : local_(std::move(local)), remote_(std::move(remote)), s_(s)
   {
   }
@@ -104,29 +105,29 @@ class hybrid_device_t final : public device_t
     remote_->connected();
   }
 
-  error_t post_inject(int rank, const void* buf, size_t size) override
+  route_caps_t route(int rank) override
   {
-    route_t t = route(rank);
-    return t.dev->post_inject(t.rank, buf, size);
+    path_t t = pick(rank);
+    return t.dev->route(t.rank);
   }
 
-  error_t post_inject_gather(int rank, const void* head, size_t hlen,
-                             const void* tail, size_t tlen) override
+  error_t send_copy(int rank, const void* head, size_t hlen, const void* tail,
+                    size_t tlen) override
   {
-    route_t t = route(rank);
-    return t.dev->post_inject_gather(t.rank, head, hlen, tail, tlen);
+    path_t t = pick(rank);
+    return t.dev->send_copy(t.rank, head, hlen, tail, tlen);
   }
 
   error_t post_send(int rank, const void* buf, size_t size, void* ctx) override
   {
-    route_t t = route(rank);
+    path_t t = pick(rank);
     return t.dev->post_send(t.rank, buf, size, ctx);
   }
 
   error_t post_send_network(int rank, const void* buf, size_t size,
                             void* ctx) override
   {
-    route_t t = route(rank);
+    path_t t = pick(rank);
     return t.dev->post_send_network(t.rank, buf, size, ctx);
   }
 
@@ -143,7 +144,7 @@ class hybrid_device_t final : public device_t
   error_t post_write(int rank, const void* buf, size_t size, void* desc,
                      const remote_t& remote, void* ctx, bool delivered) override
   {
-    route_t t = route(rank);
+    path_t t = pick(rank);
     return t.dev->post_write(t.rank, buf, size, desc, address(t, remote), ctx,
                              delivered);
   }
@@ -152,7 +153,7 @@ class hybrid_device_t final : public device_t
                         const remote_t& remote, uint64_t imm,
                         void* ctx) override
   {
-    route_t t = route(rank);
+    path_t t = pick(rank);
     return t.dev->post_writeimm(t.rank, buf, size, desc, address(t, remote),
                                 imm, ctx);
   }
@@ -160,7 +161,7 @@ class hybrid_device_t final : public device_t
   error_t post_read(int rank, void* buf, size_t size, void* desc,
                     const remote_t& remote, void* ctx) override
   {
-    route_t t = route(rank);
+    path_t t = pick(rank);
     return t.dev->post_read(t.rank, buf, size, desc, address(t, remote), ctx);
   }
 
@@ -227,15 +228,15 @@ class hybrid_device_t final : public device_t
            c.completed.load(std::memory_order_relaxed);
   }
 
-  route_t route(int rank) const
+  path_t pick(int rank) const
   {
     const int l = s_.index[static_cast<size_t>(rank)];
-    if (l >= 0) return route_t{local_.get(), l, false};
-    return route_t{remote_.get(), rank, true};
+    if (l >= 0) return path_t{local_.get(), l, false};
+    return path_t{remote_.get(), rank, true};
   }
 
   // the target address as the chosen backend understands it
-  remote_t address(const route_t& t, remote_t a) const
+  remote_t address(const path_t& t, remote_t a) const
   {
     if (t.remote && !s_.remote_virtual) a.base = 0;
     return a;
@@ -252,8 +253,8 @@ class hybrid_device_t final : public device_t
       c->rank = s_.global[static_cast<size_t>(c->rank)];
   }
 
-  std::unique_ptr<device_t> local_;
-  std::unique_ptr<device_t> remote_;
+  std::unique_ptr<net_device_t> local_;
+  std::unique_ptr<net_device_t> remote_;
   const shared_t& s_;
   static int64_t now_ns()
   {
@@ -314,14 +315,14 @@ class hybrid_context_t final : public context_t
     caps_.rma_virtual = true;
   }
 
-  std::unique_ptr<device_t> alloc_device(const device_attr_t& attr) override
+  std::unique_ptr<net_device_t> alloc_device(const device_attr_t& attr) override
   {
-    std::unique_ptr<device_t> l = local_->alloc_device(attr);
-    std::unique_ptr<device_t> r = remote_->alloc_device(attr);
+    std::unique_ptr<net_device_t> l = local_->alloc_device(attr);
+    std::unique_ptr<net_device_t> r = remote_->alloc_device(attr);
     return std::make_unique<hybrid_device_t>(std::move(l), std::move(r), s_);
   }
 
-  mr_t register_memory(void* buf, size_t size, const char* call) override
+  net_mr_t register_memory(void* buf, size_t size, const char* call) override
   {
     auto* h = new handle_t;
     try {
@@ -339,7 +340,7 @@ class hybrid_context_t final : public context_t
       throw;
     }
     nregistered_.fetch_add(1, std::memory_order_relaxed);
-    mr_t out;
+    net_mr_t out;
     out.desc = h->remote.desc;
     out.rkey = h->remote.rkey;
     out.rma_base = h->local.rma_base;
@@ -347,7 +348,7 @@ class hybrid_context_t final : public context_t
     return out;
   }
 
-  void deregister_memory(mr_t* mr) override
+  void deregister_memory(net_mr_t* mr) override
   {
     if (auto* h = static_cast<handle_t*>(mr->handle)) {
       local_->deregister_memory(&h->local);
@@ -355,12 +356,12 @@ class hybrid_context_t final : public context_t
       delete h;
       nregistered_.fetch_sub(1, std::memory_order_relaxed);
     }
-    *mr = mr_t();
+    *mr = net_mr_t();
   }
 
  private:
   struct handle_t {
-    mr_t local, remote;
+    net_mr_t local, remote;
   };
 
   std::unique_ptr<context_t> local_;

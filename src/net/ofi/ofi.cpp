@@ -112,7 +112,7 @@ std::string unique_shm_name()
          "-" + std::to_string(counter.fetch_add(1));
 }
 
-class ofi_device_t final : public device_t
+class ofi_device_t final : public net_device_t
 {
  public:
   // `shared_lock`: the try-lock to use when the provider locks at domain
@@ -121,6 +121,7 @@ class ofi_device_t final : public device_t
   ofi_device_t(fid_domain* domain, fi_info* info, const device_attr_t& attr,
                util::spinlock_t* shared_lock, uint64_t network_flags)
       : network_flags_(network_flags),
+        max_inject_(info->tx_attr->inject_size),
         lock_(shared_lock ? *shared_lock : own_lock_)
   {
     where_ = std::string("ofi ") + info->fabric_attr->prov_name;
@@ -196,8 +197,22 @@ class ofi_device_t final : public device_t
     }
   }
 
-  error_t post_inject(int rank, const void* buf, size_t size) override
+  // fi_inject: the provider copies at most its inject size
+  route_caps_t route(int) override { return route_caps_t{max_inject_, false}; }
+
+  // The pieces gathered on the stack, then one fi_inject. link_t bounds
+  // the message by the runtime's inject limit, which kMaxGather covers.
+  error_t send_copy(int rank, const void* head, size_t hlen, const void* tail,
+                    size_t tlen) override
   {
+    constexpr size_t kMaxGather = 1024;
+    alignas(16) char buf[kMaxGather];
+    const size_t size = hlen + tlen;
+    if (size > kMaxGather)
+      util::throw_fatal("ofi backend: a ", size,
+                        "-byte inject exceeds the gather buffer");
+    if (hlen) std::memcpy(buf, head, hlen);
+    if (tlen) std::memcpy(buf + hlen, tail, tlen);
     if (!lock_.try_lock()) return errorcode_t::retry_lock;
     ssize_t rc = fi_inject(ep_, buf, size, addrs_[rank]);
     lock_.unlock();
@@ -336,6 +351,7 @@ class ofi_device_t final : public device_t
   fid_av* av_ = nullptr;
   std::vector<fi_addr_t> addrs_;
   uint64_t network_flags_;  // completion level of post_send_network
+  size_t max_inject_;       // the provider's inject size
   std::string where_;
   util::spinlock_t own_lock_;
   util::spinlock_t& lock_;  // endpoint + completion queue (+ domain: tcp)
@@ -414,14 +430,14 @@ class ofi_context_t final : public context_t
     if (info_) fi_freeinfo(info_);
   }
 
-  std::unique_ptr<device_t> alloc_device(const device_attr_t& attr) override
+  std::unique_ptr<net_device_t> alloc_device(const device_attr_t& attr) override
   {
     return std::make_unique<ofi_device_t>(
         domain_, info_, attr, domain_locked_ ? &domain_lock_ : nullptr,
         network_flags_);
   }
 
-  mr_t register_memory(void* buf, size_t size, const char* call) override
+  net_mr_t register_memory(void* buf, size_t size, const char* call) override
   {
     // without FI_MR_PROV_KEY the keys are ours to choose: a counter, so a
     // key is never reused within the domain
@@ -435,7 +451,7 @@ class ofi_context_t final : public context_t
                         " bytes at ", buf, ": ", fi_strerror(-rc), " (", rc,
                         ")");
     nregistered_.fetch_add(1, std::memory_order_relaxed);
-    mr_t out;
+    net_mr_t out;
     out.handle = mr;
     out.desc = fi_mr_desc(mr);
     out.rkey = fi_mr_key(mr);
@@ -445,13 +461,13 @@ class ofi_context_t final : public context_t
     return out;
   }
 
-  void deregister_memory(mr_t* mr) override
+  void deregister_memory(net_mr_t* mr) override
   {
     if (mr->handle) {
       close_fid(static_cast<fid_mr*>(mr->handle));
       nregistered_.fetch_sub(1, std::memory_order_relaxed);
     }
-    *mr = mr_t();
+    *mr = net_mr_t();
   }
 
  private:

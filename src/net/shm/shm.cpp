@@ -71,15 +71,14 @@ constexpr uint64_t kMagic = 0x4c43492d73686d34ull;  // "LCI-shm4"
 constexpr size_t kOverflowMax = size_t(4) << 20;
 // polls in a row that find a hot ring empty before it cools down; with
 // the membarrier (doorbell.hpp), whose interrupt stalls the other cores
-// (1 MiB bandwidth: -10% when rings cooled after 1024 empty polls), 64
-// times more: a hot idle ring costs a load per poll, a cool-down a system
-// call
+// and so slows a busy peer's bandwidth, 64 times more: a hot idle ring
+// costs a load per poll, a cool-down a system call
 constexpr uint32_t kIdlePolls = 1024;
 constexpr uint32_t kIdlePollsHeavy = 64 * kIdlePolls;
 
 // message types in the rings
 enum : uint16_t {
-  kMsg = 1,        // post_send / post_inject: the payload is the message
+  kMsg = 1,        // send_copy / post_send*: the payload is the message
   kImm = 2,        // a CMA writeimm landed: payload = the 8-byte imm
   kWriteData = 3,  // fallback write: chunk_hdr_t + data for the target
   kWriteAck = 4,   // fallback write done at the target: payload = ctx
@@ -163,9 +162,9 @@ bool cma(pid_t pid, void* local, uint64_t remote, size_t size, bool write)
 }
 
 // Maps the pages of [p, p + size) now, allocating them in the segment if
-// needed, instead of one page fault per 4 KiB while the ring first fills:
-// with 32 ranks an all-to-all took about 120 faults per round until every
-// ring had wrapped. Best effort: MADV_POPULATE_WRITE needs Linux 5.14.
+// needed, instead of one page fault per 4 KiB while the ring first fills
+// (with many ranks, every round of an all-to-all would fault until every
+// ring had wrapped). Best effort: MADV_POPULATE_WRITE needs Linux 5.14.
 void prefault(void* p, size_t size)
 {
 #ifdef MADV_POPULATE_WRITE
@@ -228,13 +227,13 @@ struct tx_job_t {
   bool has_imm;
 };
 
-struct recv_t {
+struct posted_recv_t {
   void* buf;
   size_t size;
   void* ctx;
 };
 
-class shm_device_t final : public device_t
+class shm_device_t final : public net_device_t
 {
  public:
   explicit shm_device_t(const config_t& cfg)
@@ -359,23 +358,24 @@ class shm_device_t final : public device_t
     if (!unlinked_) try_unlink();
   }
 
-  error_t post_inject(int rank, const void* buf, size_t size) override
+  // Every message the core sends fits a ring slot run: it is copied there
+  // as it would be from a packet, so a send never needs a packet.
+  route_caps_t route(int) override
   {
-    return push(rank, kMsg, buf, size, nullptr, 0, errorcode_t::done);
+    return route_caps_t{tx_[0].prod.max_payload(), true};
   }
 
   // the header and the payload straight into the ring: one copy
-  error_t post_inject_gather(int rank, const void* head, size_t hlen,
-                             const void* tail, size_t tlen) override
+  error_t send_copy(int rank, const void* head, size_t hlen, const void* tail,
+                    size_t tlen) override
   {
     return push(rank, kMsg, head, hlen, tail, tlen, errorcode_t::done);
   }
 
-  error_t post_send(int rank, const void* buf, size_t size, void* ctx) override
+  // copied into the ring: the buffer is free on return
+  error_t post_send(int rank, const void* buf, size_t size, void*) override
   {
-    error_t e = push(rank, kMsg, buf, size, nullptr, 0, errorcode_t::posted);
-    if (e.is_posted()) complete_local(cqe_t::kind_t::send, ctx);
-    return e;
+    return push(rank, kMsg, buf, size, nullptr, 0, errorcode_t::done);
   }
 
   // Completes when the target's consumer has taken the message out of the
@@ -399,7 +399,7 @@ class shm_device_t final : public device_t
   error_t post_recv(void* buf, size_t size, void* ctx) override
   {
     util::spin_guard_t g(recv_lock_);
-    recvs_.push_back(recv_t{buf, size, ctx});
+    recvs_.push_back(posted_recv_t{buf, size, ctx});
     return errorcode_t::posted;
   }
 
@@ -411,10 +411,9 @@ class shm_device_t final : public device_t
       return errorcode_t::posted;
     if (by_cma(rank, size)) {
       // CMA copies synchronously: delivered on return
-      bool ok =
-          cma(peers_[rank].pid, const_cast<void*>(buf), raddr, size, true);
-      complete_local(cqe_t::kind_t::write, ctx,
-                     ok ? nullptr : "process_vm_writev failed");
+      if (cma(peers_[rank].pid, const_cast<void*>(buf), raddr, size, true))
+        return errorcode_t::done;
+      complete_local(cqe_t::kind_t::write, ctx, "process_vm_writev failed");
       return errorcode_t::posted;
     }
     add_job(tx_job_t{rank, kWriteData, static_cast<const char*>(buf), size,
@@ -448,8 +447,8 @@ class shm_device_t final : public device_t
       ring_bell(t);
     }
     t.lock.unlock();
-    complete_local(cqe_t::kind_t::write, ctx,
-                   ok ? nullptr : "process_vm_writev failed");
+    if (ok) return errorcode_t::done;
+    complete_local(cqe_t::kind_t::write, ctx, "process_vm_writev failed");
     return errorcode_t::posted;
   }
 
@@ -460,9 +459,9 @@ class shm_device_t final : public device_t
     if (refuse(rank, remote, raddr, size, cqe_t::kind_t::read, ctx))
       return errorcode_t::posted;
     if (by_cma(rank, size)) {
-      bool ok = cma(peers_[rank].pid, buf, raddr, size, false);
-      complete_local(cqe_t::kind_t::read, ctx,
-                     ok ? nullptr : "process_vm_readv failed");
+      if (cma(peers_[rank].pid, buf, raddr, size, false))
+        return errorcode_t::done;
+      complete_local(cqe_t::kind_t::read, ctx, "process_vm_readv failed");
       return errorcode_t::posted;
     }
     read_req_t req{raddr, reinterpret_cast<uintptr_t>(buf), size,
@@ -895,7 +894,7 @@ class shm_device_t final : public device_t
     return empty;
   }
 
-  bool pop_recv(recv_t* rv)
+  bool pop_recv(posted_recv_t* rv)
   {
     util::spin_guard_t g(recv_lock_);
     if (recvs_.empty()) return false;
@@ -904,7 +903,7 @@ class shm_device_t final : public device_t
     return true;
   }
 
-  static cqe_t deliver(const recv_t& rv, const void* data, size_t len)
+  static cqe_t deliver(const posted_recv_t& rv, const void* data, size_t len)
   {
     const char* err = nullptr;
     if (len > rv.size) {
@@ -919,7 +918,7 @@ class shm_device_t final : public device_t
   size_t drain_overflow(cqe_t* out, size_t max)
   {
     size_t n = 0;
-    recv_t rv;
+    posted_recv_t rv;
     while (n < max && !overflow_.empty() && pop_recv(&rv)) {
       const std::string& s = overflow_.front();
       out[n++] = deliver(rv, s.data(), s.size());
@@ -936,7 +935,7 @@ class shm_device_t final : public device_t
   {
     switch (m.type) {
       case kMsg: {
-        recv_t rv;
+        posted_recv_t rv;
         if (overflow_.empty() && pop_recv(&rv)) {
           out[(*n)++] = deliver(rv, m.payload, m.length);
           return true;
@@ -1019,12 +1018,13 @@ class shm_device_t final : public device_t
   // the current poll's scratch buffer (message cqes), and its free bytes
   char* scratch_ = nullptr;
   size_t scratch_left_ = 0;
-  // local completions (post_send, CMA writes and reads)
+  // local completions (network-level sends, failed CMA transfers,
+  // refused transfers)
   alignas(64) util::spinlock_t local_lock_;
   std::atomic<size_t> nlocal_{0};
   std::deque<cqe_t> local_;
   alignas(64) util::spinlock_t recv_lock_;
-  std::deque<recv_t> recvs_;
+  std::deque<posted_recv_t> recvs_;
   alignas(64) util::spinlock_t jobs_lock_;
   std::atomic<size_t> njobs_{0};
   std::deque<tx_job_t> jobs_;
@@ -1074,7 +1074,7 @@ class shm_context_t final : public context_t
                     static_cast<uint64_t>(::getpid()) << 40);
   }
 
-  std::unique_ptr<device_t> alloc_device(const device_attr_t&) override
+  std::unique_ptr<net_device_t> alloc_device(const device_attr_t&) override
   {
     return std::make_unique<shm_device_t>(cfg_);
   }
@@ -1082,16 +1082,16 @@ class shm_context_t final : public context_t
   // Peers address memory by virtual address (CMA, or the target's own copy
   // in the fallback); the key is a counter, listed in the registration
   // table that the initiators check.
-  mr_t register_memory(void* buf, size_t size, const char* call) override
+  net_mr_t register_memory(void* buf, size_t size, const char* call) override
   {
     return register_memory_key(
         buf, size, call, next_key_.fetch_add(1, std::memory_order_relaxed));
   }
 
-  mr_t register_memory_key(void* buf, size_t size, const char*,
-                           uint64_t rkey) override
+  net_mr_t register_memory_key(void* buf, size_t size, const char*,
+                               uint64_t rkey) override
   {
-    mr_t out;
+    net_mr_t out;
     out.handle = buf ? buf : this;
     out.rkey = rkey;
     out.rma_base = reinterpret_cast<uintptr_t>(buf);
@@ -1100,13 +1100,13 @@ class shm_context_t final : public context_t
     return out;
   }
 
-  void deregister_memory(mr_t* mr) override
+  void deregister_memory(net_mr_t* mr) override
   {
     if (mr->handle) {
       cfg_.keys->remove(mr->rkey);
       nregistered_.fetch_sub(1, std::memory_order_relaxed);
     }
-    *mr = mr_t();
+    *mr = net_mr_t();
   }
 
  private:
