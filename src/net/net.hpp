@@ -37,8 +37,10 @@ struct caps_t {
   // the network interface)
   std::string ofi_provider;
   std::string ofi_domain;
-  size_t max_inject_size = 0;  // largest buffer post_inject accepts
-  size_t max_msg_size = 0;     // largest single send, write or read
+  // largest message an inject route's send_copy accepts (the minimum over
+  // the routes: the runtime attribute max_inject_size reports it)
+  size_t max_inject_size = 0;
+  size_t max_msg_size = 0;  // largest single send, write or read
   // the completion level post_send_network asks for: "delivery" (the target
   // provider has processed the message), "transmit" (it left this endpoint
   // and no longer depends on local resources) or "default" (whatever plain

@@ -1,4 +1,4 @@
-// The doorbell of the native shared-memory backend (src/net/shm/shm.cpp):
+// The doorbell of the native shared-memory backend (src/net/shm/device.hpp):
 // how a receiver learns which of its inbound rings have messages without
 // peeking every ring, and how a sender avoids a locked instruction per
 // message.
@@ -44,7 +44,7 @@
 //             the membarrier returns, so L sees it. This is the asymmetric
 //             fence of RCU-like schemes; the cost is one system call (an
 //             interrupt of each other busy core) per cool-down, which
-//             shm.cpp makes rare (65,536 empty polls of a hot ring), and
+//             device.hpp makes rare (65,536 empty polls of a hot ring), and
 //             a cool-down of several rings of a word shares one.
 //
 // A receiver that can issue the membarrier says so in its segment header; a

@@ -1,5 +1,5 @@
 // The single-producer single-consumer message ring of the native shared-
-// memory backend (src/net/shm/shm.cpp). The ring lives in shared memory (the
+// memory backend (src/net/shm/device.hpp). The ring lives in shared memory (the
 // receiver's segment); each side keeps its own state in private memory.
 //
 // Layout: a power-of-two array of 32-byte slots, two to a cache line. A

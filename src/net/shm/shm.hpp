@@ -5,7 +5,7 @@
 // messages into its own ring there. RMA copies once with cross-memory attach
 // (process_vm_writev / process_vm_readv) when the kernel permits it, else
 // twice through the rings. See docs/ARCHITECTURE.md "The native shm
-// backend" and the comments in shm.cpp; the registration table that
+// backend" and the comments in device.hpp; the registration table that
 // initiators check before an RMA transfer is keys.hpp.
 #ifndef LCI_NET_SHM_SHM_HPP
 #define LCI_NET_SHM_SHM_HPP

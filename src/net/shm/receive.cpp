@@ -1,0 +1,236 @@
+#include <cstring>
+
+#include "net/shm/device.hpp"
+
+namespace lci::net::shm
+{
+
+error_t shm_device_t::post_recv(void* buf, size_t size, void* ctx)
+{
+  util::spin_guard_t g(recv_lock_);
+  recvs_.push_back(posted_recv_t{buf, size, ctx});
+  return errorcode_t::posted;
+}
+
+size_t shm_device_t::poll_comp(cqe_t* out, size_t max, char* scratch,
+                               size_t scratch_size)
+{
+  if (!lock_.try_lock()) return 0;
+  scratch_ = scratch;
+  scratch_left_ = scratch ? scratch_size : 0;
+  size_t n = 0;
+  if (local_.any()) n = local_.take(out, max);
+  if (nnetwork_.load(std::memory_order_relaxed) > 0) check_network();
+  if (jobs_.any()) jobs_.run();
+  if (!unlinked_) try_unlink();
+  if (!overflow_.empty()) n += drain_overflow(out + n, max - n);
+  n += drain(out + n, max - n);
+  lock_.unlock();
+  return n;
+}
+
+size_t shm_device_t::drain(cqe_t* out, size_t max)
+{
+  size_t n = 0;
+  const size_t nwords = lay_.nwords;
+  for (size_t w = 0; w < nwords; ++w) {
+    uint64_t* bell = bell_word(w);
+    // bits rung since the last poll: those rings become hot (their bits
+    // stay set, so their senders skip the read-modify-write)
+    uint64_t hot = hot_[w] | __atomic_load_n(bell, __ATOMIC_RELAXED);
+    uint64_t bits = hot | pending_[w];
+    uint64_t pending = 0;
+    uint64_t cool = 0;  // hot rings idle for idle_polls_ polls
+    while (bits) {
+      int b = __builtin_ctzll(bits);
+      bits &= bits - 1;
+      const uint64_t bit = uint64_t(1) << b;
+      int r = static_cast<int>(w * 64) + b;
+      if (n >= max) {
+        if (!(hot & bit)) pending |= bit;
+        continue;
+      }
+      size_t before = n;
+      bool empty = drain_ring(r, out, max, &n);
+      if (!(hot & bit)) {
+        if (!empty) pending |= bit;
+        continue;
+      }
+      if (n > before || !empty) {
+        idle_[r] = 0;
+      } else if (++idle_[r] >= idle_polls_) {
+        idle_[r] = 0;
+        cool |= bit;
+      }
+    }
+    if (cool) {
+      // cool down: clear the bits (one system call for all of them when
+      // heavy), then look once more (doorbell.hpp); if the membarrier
+      // fails, the rings stay hot and no ring cools down any more
+      if (!doorbell_cool(bell, cool, cfg_.membarrier)) {
+        idle_polls_ = UINT32_MAX;
+        cool = 0;
+      }
+      hot &= ~cool;
+      for (uint64_t c = cool; c; c &= c - 1) {
+        int r = static_cast<int>(w * 64) + __builtin_ctzll(c);
+        ring_consumer_t::msg_t m;
+        if (rx_[r].peek(&m)) pending |= c & -c;
+      }
+    }
+    hot_[w] = hot;
+    pending_[w] = pending;
+  }
+  return n;
+}
+
+bool shm_device_t::drain_ring(int r, cqe_t* out, size_t max, size_t* pn)
+{
+  ring_consumer_t c = rx_[r];
+  size_t n = *pn;
+  char* scratch = scratch_;
+  size_t left = scratch_left_;
+  bool parked = !overflow_.empty();
+  bool empty = false;
+  for (int budget = 64; budget > 0 && n < max; --budget) {
+    ring_consumer_t::msg_t m;
+    if (!c.peek(&m)) {
+      empty = true;
+      break;
+    }
+    const size_t room = (m.length + 15) & ~size_t(15);
+    if (__builtin_expect(m.type == kMsg && !parked && room <= left, 1)) {
+      // in place: into the poller's scratch (no receive buffer, no
+      // packet). One that fits its header slot (24 bytes) is copied as
+      // a fixed 24 bytes: the slot has them, and so has the scratch when
+      // 24 bytes are left (the copy past the length is never read).
+      constexpr size_t kInSlot = kSlot - kRingHeader;
+      if (m.length <= kInSlot && left >= kInSlot)
+        std::memcpy(scratch, m.payload, kInSlot);
+      else
+        std::memcpy(scratch, m.payload, m.length);
+      out[n++] = cqe_t{cqe_t::kind_t::message, scratch, m.length, 0, nullptr};
+      scratch += room;
+      left -= room;
+      c.pop(m);
+      continue;
+    }
+    rx_[r] = c;
+    scratch_ = scratch;
+    scratch_left_ = left;
+    const bool ok = handle_other(r, m, out, &n);
+    c = rx_[r];
+    scratch = scratch_;
+    left = scratch_left_;
+    parked = !overflow_.empty();
+    if (!ok) break;  // no receive posted
+    c.pop(m);
+  }
+  c.publish();
+  rx_[r] = c;
+  scratch_ = scratch;
+  scratch_left_ = left;
+  *pn = n;
+  return empty;
+}
+
+bool shm_device_t::pop_recv(posted_recv_t* rv)
+{
+  util::spin_guard_t g(recv_lock_);
+  if (recvs_.empty()) return false;
+  *rv = recvs_.front();
+  recvs_.pop_front();
+  return true;
+}
+
+cqe_t shm_device_t::deliver(const posted_recv_t& rv, const void* data,
+                            size_t len)
+{
+  const char* err = nullptr;
+  if (len > rv.size) {
+    err = "message larger than the receive buffer";
+    len = rv.size;
+  }
+  std::memcpy(rv.buf, data, len);
+  return cqe_t{cqe_t::kind_t::recv, rv.ctx, len, 0, err};
+}
+
+size_t shm_device_t::drain_overflow(cqe_t* out, size_t max)
+{
+  size_t n = 0;
+  posted_recv_t rv;
+  while (n < max && !overflow_.empty() && pop_recv(&rv)) {
+    const std::string& s = overflow_.front();
+    out[n++] = deliver(rv, s.data(), s.size());
+    overflow_bytes_ -= s.size();
+    overflow_.pop_front();
+  }
+  return n;
+}
+
+bool shm_device_t::handle_other(int r, const ring_consumer_t::msg_t& m,
+                                cqe_t* out, size_t* n)
+{
+  switch (m.type) {
+    case kMsg: {
+      posted_recv_t rv;
+      if (overflow_.empty() && pop_recv(&rv)) {
+        out[(*n)++] = deliver(rv, m.payload, m.length);
+        return true;
+      }
+      // no receive posted: park a copy, within a bound, so that the
+      // messages behind it (immediate data, acks) are not held up
+      if (overflow_bytes_ + m.length > kOverflowMax) return false;
+      overflow_.emplace_back(reinterpret_cast<const char*>(m.payload),
+                             m.length);
+      overflow_bytes_ += m.length;
+      return true;
+    }
+    case kImm: {
+      uint64_t imm;
+      std::memcpy(&imm, m.payload, sizeof(imm));
+      out[(*n)++] =
+          cqe_t{cqe_t::kind_t::remote_write, nullptr, 0, imm, nullptr};
+      return true;
+    }
+    case kWriteData:
+    case kReadData: {
+      chunk_hdr_t h;
+      std::memcpy(&h, m.payload, sizeof(h));
+      size_t len = m.length - sizeof(h);
+      if (len)
+        std::memcpy(reinterpret_cast<void*>(h.addr), m.payload + sizeof(h),
+                    len);
+      if (!(h.flags & kLast)) return true;
+      if (m.type == kReadData) {
+        out[(*n)++] = cqe_t{cqe_t::kind_t::read, reinterpret_cast<void*>(h.ctx),
+                            0, 0, nullptr};
+        return true;
+      }
+      if (h.flags & kHasImm)
+        out[(*n)++] =
+            cqe_t{cqe_t::kind_t::remote_write, nullptr, 0, h.imm, nullptr};
+      jobs_.add(tx_job_t{r, kWriteAck, nullptr, 1, 0, h.ctx, 0, false});
+      return true;
+    }
+    case kWriteAck: {
+      uint64_t ctx;
+      std::memcpy(&ctx, m.payload, sizeof(ctx));
+      out[(*n)++] = cqe_t{cqe_t::kind_t::write, reinterpret_cast<void*>(ctx), 0,
+                          0, nullptr};
+      return true;
+    }
+    case kReadReq: {
+      read_req_t q;
+      std::memcpy(&q, m.payload, sizeof(q));
+      jobs_.add(tx_job_t{r, kReadData, reinterpret_cast<const char*>(q.raddr),
+                         q.size, q.laddr, q.ctx, 0, false});
+      return true;
+    }
+    default:
+      util::throw_fatal("native shm backend: unknown message type ", m.type,
+                        " from rank ", r, " (corrupted ring)");
+  }
+}
+
+}  // namespace lci::net::shm
