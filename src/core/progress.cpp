@@ -366,7 +366,7 @@ void message_failed(device_impl_t* dev, const net::cqe_t& c)
   }
   if (pkt) packet_pool_impl_t::put(pkt);
   if (network_error_is_peer_failure(dev->runtime, c.rank, c.error)) return;
-  util::throw_fatal("progress: libfabric completion error on a ",
+  util::throw_fatal("progress: network completion error on a ",
                     c.kind == net::cqe_t::kind_t::send ? "send" : "receive",
                     ": ", c.error);
 }
@@ -396,7 +396,7 @@ void handle_cqe(device_impl_t* dev, const net::cqe_t& c)
         if (network_error_is_peer_failure(dev->runtime, c.rank, c.error))
           return;
         util::throw_fatal(
-            "progress: libfabric completion error on an "
+            "progress: network completion error on an "
             "incoming write: ",
             c.error);
       }
