@@ -281,7 +281,7 @@ def gen_hpp():
 def gen_cpp():
     out = [BANNER, '#include "lci.hpp"\n', "#include <cstring>\n",
            '#include "util/config.hpp"\n',
-           '#include "core/globals.hpp"\n',
+           '#include "resource/globals.hpp"\n',
            '#include "resource/resources.hpp"\n\n',
            "namespace lci {\nnamespace detail {\n\n"]
     for r in spec.RESOURCES:
@@ -335,7 +335,7 @@ def gen_cpp():
             out.append('    case %s::%s:\n      return "%s";\n' % (t, c, c))
         out.append('  }\n  return "unknown";\n}\n\n')
     # a getter checks that its handle is live (never a freed or foreign
-    # pointer dereferenced: core/globals.hpp)
+    # pointer dereferenced: resource/globals.hpp)
     live = {"runtime": "runtimes", "device": "devices",
             "packet_pool": "packet_pools",
             "matching_engine": "matching_engines"}

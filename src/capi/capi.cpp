@@ -12,7 +12,7 @@
 #include <string>
 #include <type_traits>
 
-#include "core/globals.hpp"
+#include "resource/globals.hpp"
 #include "resource/runtime.hpp"
 #include "util/error.hpp"
 

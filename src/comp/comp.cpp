@@ -6,8 +6,7 @@
 #include "comp/graph.hpp"
 #include "comp/handler.hpp"
 #include "comp/sync.hpp"
-#include "core/globals.hpp"
-#include "core/progress.hpp"
+#include "resource/globals.hpp"
 #include "resource/runtime.hpp"
 #include "util/error.hpp"
 
@@ -139,13 +138,9 @@ bool sync_test_x::call_impl(comp_t comp, status_t* p_out)
   return as<sync_impl_t>(comp, "sync_test", "synchronizer")->test(p_out);
 }
 
-void sync_wait_x::call_impl(comp_t comp, status_t* p_out, bool do_progress,
-                            device_t device, runtime_t runtime)
+sync_impl_t* checked_sync(comp_t comp, const char* call)
 {
-  sync_impl_t* sync = as<sync_impl_t>(comp, "sync_wait", "synchronizer");
-  device_impl_t* dev = nullptr;
-  if (do_progress) dev = resolve_device(runtime, device, "sync_wait").dev;
-  wait_sync(sync, dev, p_out);
+  return as<sync_impl_t>(comp, call, "synchronizer");
 }
 
 comp_t alloc_cq_x::call_impl(runtime_t runtime, bool zero_copy_am,

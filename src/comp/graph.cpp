@@ -1,7 +1,7 @@
 // Completion graph: see graph.hpp.
 #include "comp/graph.hpp"
 
-#include "core/globals.hpp"
+#include "resource/globals.hpp"
 #include "util/error.hpp"
 
 namespace lci

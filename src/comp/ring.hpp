@@ -22,10 +22,10 @@
 // One atomic read-modify-write per push and per pop (a CAS that fails only
 // when another thread's push or pop succeeded: lock-free), and the release
 // and acquire on the slot's sequence number. Why not a fetch-and-add ticket
-// with a second read-modify-write on the slot (CRQ)? Measured here, a locked
-// instruction costs ~5 ns, and the CRQ protocol needs two per side; with a
-// CAS a consumer only claims published slots, so there is nothing to
-// arbitrate and one per side suffices.
+// with a second read-modify-write on the slot (CRQ)? A locked instruction
+// is the dominant cost of a push or pop, and the CRQ protocol needs two per
+// side; with a CAS a consumer only claims published slots, so there is
+// nothing to arbitrate and one per side suffices (docs/PERFORMANCE_LOG.md).
 //
 // "Empty" may also mean that the oldest ticket is claimed by a producer that
 // has not published yet (between its CAS and its store): pop reports empty

@@ -70,6 +70,10 @@ class sync_impl_t final : public comp_impl_t
   std::unique_ptr<status_t[]> statuses_;
 };
 
+// The synchronizer behind `comp`; throws fatal_error naming `call` when
+// `comp` is empty, freed, foreign or of another kind (comp.cpp).
+sync_impl_t* checked_sync(comp_t comp, const char* call);
+
 }  // namespace lci
 
 #endif  // LCI_COMP_SYNC_HPP

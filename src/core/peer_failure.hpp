@@ -98,9 +98,9 @@ void report_peer_failure(runtime_impl_t* rt);
 
 // Progress's periodic upkeep (progress_device: every 8th call in a row
 // that found nothing to do and at each idle yield, every 64th call that
-// found work; a spinning thread polls every ~0.05 us, the clock's interval
-// is 100 ms): the check when its interval has passed, then the report of a
-// failure not reported yet.
+// found work; a spinning thread polls far more often than the clock's
+// interval of 100 ms advances): the check when its interval has passed,
+// then the report of a failure not reported yet.
 inline void peer_failure_poll(runtime_impl_t* rt, device_impl_t* dev)
 {
   if (rt->peer_check_ns != 0) maybe_check_peers(rt, dev);

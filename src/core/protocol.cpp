@@ -4,8 +4,14 @@
 
 #include <cstring>
 
+#include "resource/packet_pool.hpp"
+
 namespace lci
 {
+
+// A packet pool reserves room for the header without knowing its type.
+static_assert(packet_pool_impl_t::kHeaderBytes == sizeof(msg_header_t),
+              "the packet pool's header room is the wire header");
 
 namespace
 {

@@ -34,6 +34,8 @@ struct pending_send_t {
 class device_impl_t
 {
  public:
+  // Checks the attributes and takes the pool; no network yet: the core's
+  // alloc_device (core/alloc_device.cpp) opens and connects `net`.
   device_impl_t(runtime_impl_t* runtime, packet_pool_impl_t* pool,
                 const device_attr_t& attr);
   ~device_impl_t();

@@ -8,8 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/globals.hpp"
 #include "resource/device.hpp"
+#include "resource/globals.hpp"
 #include "resource/runtime.hpp"
 #include "util/error.hpp"
 

@@ -1,8 +1,8 @@
 // Handle checks shared by the calls that take optional resources
 // (runtime.hpp): live (allocated by this library, not freed) and of the
 // right runtime.
-#include "core/globals.hpp"
 #include "resource/device.hpp"
+#include "resource/globals.hpp"
 #include "resource/matching_engine.hpp"
 #include "resource/mr.hpp"
 #include "resource/packet_pool.hpp"

@@ -1,6 +1,6 @@
 #include "resource/mr.hpp"
 
-#include "core/globals.hpp"
+#include "resource/globals.hpp"
 #include "resource/runtime.hpp"
 #include "util/error.hpp"
 

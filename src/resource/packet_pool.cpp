@@ -8,7 +8,8 @@
 #include <new>
 #include <utility>
 
-#include "core/protocol.hpp"
+#include "resource/globals.hpp"
+#include "resource/runtime.hpp"
 #include "util/deque.hpp"
 #include "util/error.hpp"
 
@@ -112,9 +113,9 @@ namespace
 {
 // The slab of a large pool is 2 MiB-aligned and asks for transparent huge
 // pages: constructing the packets touches every packet's first page, and
-// with 4 KiB pages the default pool (4096 packets of 8 KiB) took 4096 page
-// faults, most of g_runtime_init's time. Where THP is off, madvise fails
-// harmlessly and the pool uses small pages.
+// with 4 KiB pages that is one page fault per packet, which dominates the
+// start-up of a runtime. Where THP is off, madvise fails harmlessly and the
+// pool uses small pages.
 constexpr size_t kHugePage = size_t(2) << 20;
 
 char* alloc_slab(size_t bytes)
@@ -132,10 +133,10 @@ char* alloc_slab(size_t bytes)
 
 packet_pool_impl_t::packet_pool_impl_t(const packet_pool_attr_t& a) : attr(a)
 {
-  if (attr.packet_size <= sizeof(msg_header_t) || attr.packet_size % 8 != 0)
+  if (attr.packet_size <= kHeaderBytes || attr.packet_size % 8 != 0)
     util::throw_fatal("alloc_packet_pool: packet_size ", attr.packet_size,
-                      " must be a multiple of 8 larger than the ",
-                      sizeof(msg_header_t), "-byte message header");
+                      " must be a multiple of 8 larger than the ", kHeaderBytes,
+                      "-byte message header");
   if (attr.npackets == 0)
     util::throw_fatal("alloc_packet_pool: npackets must be positive");
   // (the per-packet bookkeeping also scales with the count: bound both)
@@ -179,9 +180,6 @@ packet_pool_impl_t::packet_pool_impl_t(const packet_pool_attr_t& a) : attr(a)
     throw;
   }
 }
-
-static_assert(packet_pool_impl_t::kUpacketOffset == sizeof(msg_header_t),
-              "a user packet's payload follows the wire header");
 
 packet_t* packet_pool_impl_t::find_upacket(const void* payload)
 {
@@ -393,14 +391,6 @@ size_t packet_pool_impl_t::count_free() const
   return total;
 }
 
-}  // namespace lci
-
-#include "core/globals.hpp"
-#include "resource/runtime.hpp"
-
-namespace lci
-{
-
 packet_pool_t alloc_packet_pool_x::call_impl(runtime_t runtime,
                                              const packet_pool_attr_t& attr)
 {
@@ -438,7 +428,7 @@ size_t get_max_bcopy_size_x::call_impl(runtime_t runtime,
   if (!pool)
     pool = resolve_runtime(runtime, "get_max_bcopy_size")->default_pool;
   util::checked(pool, "get_max_bcopy_size");
-  return pool->attr.packet_size - sizeof(msg_header_t);
+  return pool->attr.packet_size - packet_pool_impl_t::kHeaderBytes;
 }
 
 }  // namespace lci

@@ -153,17 +153,19 @@ class packet_pool_impl_t
            (addr - first) % stride_ == 0;
   }
 
-  // User packets (get_upacket): the payload handed to the user starts this
-  // many bytes into the packet's data, leaving room for the wire header in
-  // front of it, so that the packet is sent as it is.
-  static constexpr size_t kUpacketOffset = 16;
+  // The first kHeaderBytes of a packet's data hold the wire header
+  // (core/protocol.hpp msg_header_t, whose size core/protocol.cpp checks
+  // against this): the pool reserves the room without knowing the header.
+  // User packets (get_upacket) hand out the payload after it, so that the
+  // packet is sent as it is.
+  static constexpr size_t kHeaderBytes = 16;
   // The packet of this pool whose user payload starts exactly at `payload`,
   // else nullptr (two compares for an address outside the pool).
   packet_t* upacket_of(const void* payload) const
   {
     auto addr = reinterpret_cast<uintptr_t>(payload);
     auto first =
-        reinterpret_cast<uintptr_t>(slab_) + sizeof(packet_t) + kUpacketOffset;
+        reinterpret_cast<uintptr_t>(slab_) + sizeof(packet_t) + kHeaderBytes;
     if (addr < first || addr >= first + stride_ * attr.npackets) return nullptr;
     uintptr_t off = addr - first;
     if (off % stride_ != 0) return nullptr;

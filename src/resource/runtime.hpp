@@ -13,18 +13,18 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.hpp"
-#include "core/globals.hpp"
 #include "lci.hpp"
 #include "net/net.hpp"
+#include "resource/device.hpp"
+#include "resource/globals.hpp"
+#include "resource/mr.hpp"
+#include "util/id_table.hpp"
+#include "util/mpmc_array.hpp"
 
 namespace lci::coll
 {
 class shm_team_t;
 }
-#include "resource/device.hpp"
-#include "resource/mr.hpp"
-#include "util/id_table.hpp"
-#include "util/mpmc_array.hpp"
 
 namespace lci
 {
@@ -47,6 +47,8 @@ struct peer_info_t {
                             // heartbeats (peer_timeout)
 };
 
+// Made empty (the attributes as requested); alloc_runtime
+// (core/alloc_runtime.cpp) sets it up.
 class runtime_impl_t
 {
  public:
@@ -121,8 +123,11 @@ class runtime_impl_t
   matching_engine_impl_t* coll_me = nullptr;
   device_impl_t* default_device = nullptr;
   // the node-local collectives' shared segment (coll/shm_team.hpp): null
-  // unless every rank runs on this node and attr.coll_shm
-  std::unique_ptr<coll::shm_team_t> coll_team;
+  // unless every rank runs on this node and attr.coll_shm. Its deleter is
+  // set by whoever opens it (core/alloc_runtime.cpp), so that the runtime,
+  // a resource, needs only the name of that collective-layer type.
+  std::unique_ptr<coll::shm_team_t, void (*)(coll::shm_team_t*)> coll_team{
+      nullptr, nullptr};
   // where active-message buffers come from (set_allocator); null: the
   // default allocator, malloc and free, called directly
   std::atomic<allocator_base_t*> allocator{nullptr};
@@ -160,7 +165,7 @@ runtime_impl_t* resolve_runtime(runtime_t runtime, const char* call);
 // Handle checks of the calls that take optional resources (src/resource/
 // handles.cpp). Each throws fatal_error naming `call` when the handle was
 // never allocated by this library or was freed (the live sets of
-// core/globals.hpp, lock-free lookups) or belongs to another runtime.
+// resource/globals.hpp, lock-free lookups) or belongs to another runtime.
 //
 // The runtime and device of a call: the device given (its own runtime when
 // no runtime is given; the runtime given must be the device's), else the

@@ -22,7 +22,7 @@ void* get_upacket_x::call_impl(runtime_t runtime, packet_pool_t packet_pool)
   packet_t* p = pool->get();
   if (!p) return nullptr;  // empty: progress, then try again
   p->user_owned.store(true, std::memory_order_relaxed);
-  return p->data() + packet_pool_impl_t::kUpacketOffset;
+  return p->data() + packet_pool_impl_t::kHeaderBytes;
 }
 
 void put_upacket_x::call_impl(void* packet, runtime_t)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Usage: pmi_port_secret.sh LCRUN
-# lcrun --pmi-port admits only the job's ranks (issue #8 item 6). Inside a
+# lcrun --pmi-port admits only the job's ranks. Inside a
 # 1-rank job, connects to lcrun's PMI port as an outsider would: without the
 # job secret, with a wrong one, and with a request before "cmd=initack";
 # each must be refused and closed. Then the rank connects with the secret it

@@ -1,5 +1,5 @@
-// Point-to-point all-to-all among every rank (issue 9's oversubscription
-// case: run with 32 ranks on 2 cores). Each round, every rank
+// Point-to-point all-to-all among every rank (the oversubscription case:
+// run with 32 ranks on 2 cores). Each round, every rank
 //  1. posts receives for, and sends to every other rank, three messages: 8
 //     bytes, the eager limit, and a rendezvous one (above it, on odd rounds
 //     only), all signalling one synchronizer (allow_done(false)) that the

@@ -1,4 +1,4 @@
-// Peer failure (issue #8 item 2; run with lcrun --keep-going -n 2 or 3):
+// Peer failure (run with lcrun --keep-going -n 2 or 3):
 // the victim rank (default: the last) kills itself with SIGKILL at an
 // agreed wall-clock time T0 (later if a survivor is late to say it is
 // ready), while every survivor has operations outstanding with it:

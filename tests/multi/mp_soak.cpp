@@ -1,4 +1,4 @@
-// Soak test (issue #8 item 1): every rank runs 2 threads, each on its own
+// Soak test: every rank runs 2 threads, each on its own
 // device with a tiny packet pool and send queue, posting a seeded random mix
 // of send/recv, active messages, put, put with signal, get and get with
 // signal, of sizes 0 / inject / eager / rendezvous, completed by sync, cq,

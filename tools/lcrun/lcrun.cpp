@@ -580,8 +580,8 @@ void job_t::terminate(int first_sig)
   signal_all(SIGKILL);
   // the ranks killed now end as zombies too: observe them, so that their
   // shared-memory files go (remove_shm_regions) while their pids are ours
-  // (a second signal to lcrun, or a rank ignoring SIGTERM, used to leave
-  // them: those ranks were reaped unobserved)
+  // (after a second signal to lcrun, or with a rank ignoring SIGTERM, a rank
+  // reaped unobserved would leave its files behind)
   auto killed_by = clock_type::now() + std::chrono::seconds(5);
   observe();
   while (!all_exited() && clock_type::now() < killed_by) {

@@ -1,8 +1,8 @@
 // Process-wide state: the global runtime and the sets of live objects used
 // to turn double frees and uses of freed or foreign handles into clear
 // errors (util/live_set.hpp).
-#ifndef LCI_CORE_GLOBALS_HPP
-#define LCI_CORE_GLOBALS_HPP
+#ifndef LCI_RESOURCE_GLOBALS_HPP
+#define LCI_RESOURCE_GLOBALS_HPP
 
 #include <atomic>
 
@@ -52,4 +52,4 @@ int& g_runtime_refs();
 
 }  // namespace lci::globals
 
-#endif  // LCI_CORE_GLOBALS_HPP
+#endif  // LCI_RESOURCE_GLOBALS_HPP

@@ -1,4 +1,4 @@
-#include "core/globals.hpp"
+#include "resource/globals.hpp"
 
 namespace lci::globals
 {
