@@ -11,8 +11,9 @@ set(LCI_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/LCI CACHE STRING
     "Where LCIConfig.cmake is installed (relative to the prefix)")
 mark_as_advanced(LCI_INSTALL_CMAKEDIR)
 
-# Read by LCIConfig.cmake.in: a static liblci carries libfabric (and
-# Threads) in its link interface, so the config must find them again.
+# Read by LCIConfig.cmake.in: a static liblci carries libfabric (when built
+# with the ofi backend, LCI_HAVE_OFI) and Threads in its link interface, so
+# the config must find them again.
 get_target_property(_lci_type lci TYPE)
 if(_lci_type STREQUAL "STATIC_LIBRARY")
   set(LCI_CONFIG_STATIC ON)
@@ -44,7 +45,10 @@ install(FILES
 # the file's own directory.
 file(RELATIVE_PATH LCI_PC_TO_PREFIX
      /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
-set(LCI_PC_REQUIRES_PRIVATE libfabric)
+set(LCI_PC_REQUIRES_PRIVATE "")
+if(LCI_HAVE_OFI)
+  string(APPEND LCI_PC_REQUIRES_PRIVATE " libfabric")
+endif()
 if(LCI_HAVE_PMIX)
   string(APPEND LCI_PC_REQUIRES_PRIVATE " pmix")
 endif()
@@ -54,6 +58,7 @@ if(LCI_WITH_MPI)
     string(APPEND LCI_PC_LIBS_PRIVATE " ${_lci_mpi_lib}")
   endforeach()
 endif()
+string(STRIP "${LCI_PC_REQUIRES_PRIVATE}" LCI_PC_REQUIRES_PRIVATE)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/lci.pc.in
                ${PROJECT_BINARY_DIR}/lci.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/lci.pc

@@ -20,6 +20,9 @@ packages=(cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin iproute2
           # Slurm tests (tests/slurm): a private one-node cluster; Debian's
           # slurmd has the pmi2 and pmix (libpmix2) MPI plugins
           slurmd slurmctld slurm-client munge)
+# readelf(1) (binutils): the noofi stage checks that liblci needs no
+# libfabric (tests/noofi/check_needed.sh)
+packages+=(binutils)
 # the hosts of tests/multihost (network namespaces): ip(8) and bridge(8)
 # from iproute2 (above), unshare, nsenter and setsid from util-linux
 packages+=(util-linux)

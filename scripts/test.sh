@@ -11,7 +11,11 @@
 #                                 (all but the launcher, slurm, bench and
 #                                 install checks);
 #                              3. tsan (thread): the concurrent-structure
-#                                 (stress) tests and the threaded unit tests.
+#                                 (stress) tests and the threaded unit tests;
+#                              4. noofi (LCI_WITH_OFI=OFF, no libfabric):
+#                                 the unit tests, a few native shm
+#                                 multi-process tests, lci_info and the
+#                                 no-libfabric checks (label noofi).
 #   scripts/test.sh PRESET [CTEST ARGS...]
 #                              one preset (debug, release, asan, tsan), its
 #                              whole suite, or what the extra ctest arguments
@@ -96,6 +100,16 @@ if [ $# -eq 0 ]; then
       's/^lci_stress_test\(([a-z_]+)\).*/lci_stress_\1/p' \
       tests/stress/CMakeLists.txt | tr '\n' ' ')" \
     run_preset tsan -R '^(stress\.|unit\.threads$)'
+  # A build without libfabric: the native shm backend alone. The
+  # whole native suite already ran in the debug stage on the same code;
+  # this stage checks what differs without libfabric (liblci links none,
+  # the registry has shm alone, a job across nodes fails clearly) and that
+  # the unit tests and a native multi-process run of each kind pass there.
+  # (the unit topics are those tests/unit/CMakeLists.txt builds without ofi)
+  BUILD_TARGETS="lci lci_info lcrun hello_world put_signal mp_sendrecv mp_p2p
+      mp_coll mp_completion mp_flood lci_unit_bad_input $(printf 'lci_unit_%s ' \
+      comm comp threads errors completion lct backends)" \
+    run_preset noofi -R '^(unit\.|noofi\.|tools\.|(mp_sendrecv|hello_world|put_signal|mp_flood|mp_completion|mp_p2p)_native_n2$|mp_coll_native_n3$|native_shm_clean$)'
   echo "test.sh: all stages took $(( $(date +%s) - start )) s"
 else
   preset=$1

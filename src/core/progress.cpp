@@ -353,6 +353,17 @@ void deliver_in_place(device_impl_t* dev, const char* data, size_t len)
 namespace
 {
 
+// "network backend ofi (provider tcp;ofi_rxm)": the backend in force, for
+// the message of a completion error it reported.
+std::string backend_in_use(const device_impl_t* dev)
+{
+  const net::caps_t& caps = dev->runtime->net_context->caps();
+  std::string out = "network backend " + caps.backend;
+  if (!caps.provider.empty() && caps.provider != caps.backend)
+    out += " (provider " + caps.provider + ")";
+  return out;
+}
+
 // A send or receive the network failed: give its packet back, then report,
 // unless it was a peer failure (declared, and reported by progress).
 void message_failed(device_impl_t* dev, const net::cqe_t& c)
@@ -366,9 +377,9 @@ void message_failed(device_impl_t* dev, const net::cqe_t& c)
   }
   if (pkt) packet_pool_impl_t::put(pkt);
   if (network_error_is_peer_failure(dev->runtime, c.rank, c.error)) return;
-  util::throw_fatal("progress: network completion error on a ",
-                    c.kind == net::cqe_t::kind_t::send ? "send" : "receive",
-                    ": ", c.error);
+  util::throw_fatal(
+      "progress: completion error from the ", backend_in_use(dev), " on a ",
+      c.kind == net::cqe_t::kind_t::send ? "send" : "receive", ": ", c.error);
 }
 
 // One completion.
@@ -395,10 +406,9 @@ void handle_cqe(device_impl_t* dev, const net::cqe_t& c)
       if (c.error) {
         if (network_error_is_peer_failure(dev->runtime, c.rank, c.error))
           return;
-        util::throw_fatal(
-            "progress: network completion error on an "
-            "incoming write: ",
-            c.error);
+        util::throw_fatal("progress: completion error from the ",
+                          backend_in_use(dev),
+                          " on an incoming write: ", c.error);
       }
       handle_remote_write(dev, c.imm);
       return;

@@ -8,7 +8,8 @@
 // immediate data) and read into registered memory, and polling. A post may
 // complete in the call (done) when the backend finished it there; the core
 // never waits for a completion that has nothing left to report. The core
-// never sees a backend type: it holds a link_t.
+// never sees a backend type: it holds a link_t. A backend registers a
+// factory by name (net/registry.hpp).
 //
 // Thread safety: every call may come from any thread. A backend guards its
 // own objects with try-locks at the granularity of the provider's locks and
@@ -319,9 +320,10 @@ class context_t
   std::atomic<int64_t> nregistered_{0};
 };
 
-// The context of the backend named in attr.backend ("ofi", "shm", "hybrid"
-// or "auto") for rank `rank_me` of `rank_n`; nodes[r] is rank r's node id
-// (net/node.hpp), which decides the peers the native shm backend serves.
+// The context of the backend named in attr.backend (a name in the registry,
+// net/registry.hpp, or "auto") for rank `rank_me` of `rank_n`; nodes[r] is rank
+// r's node id (net/node.hpp), which decides the peers the native shm backend
+// serves.
 std::unique_ptr<context_t> alloc_context(const runtime_attr_t& attr,
                                          int rank_me, int rank_n,
                                          const std::vector<std::string>& nodes);

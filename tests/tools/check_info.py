@@ -7,7 +7,8 @@ usage: check_info.py LCI_INFO SPEC_DIR
 - a variable set in the environment shows as the current value;
 - the bootstrap choice follows the launcher variables, and inconsistent
   ones are reported, not hidden;
-- the shm provider is usable and --check passes on this machine;
+- the backends built in are listed (without ofi: why not), the shm
+  provider is usable when ofi is built in, and --check passes here;
 - a bad option is refused with the usage and status 2.
 Prints "N passed, N failed" and exits non-zero on a failure.
 """
@@ -71,8 +72,23 @@ def main(argv):
     check(d["version"].startswith("2."), "version %s" % d["version"])
     check(d["bootstrap_here"].startswith("local"),
           "no launcher variables: local (%s)" % d["bootstrap_here"])
-    shm = [x for x in d["providers"] if x["name"] == "shm"]
-    check(len(shm) == 1 and shm[0]["usable"], "libfabric shm usable")
+    check(d["network_backends"][0] == "shm",
+          "native shm built in, first (%s)" % d["network_backends"])
+    if "ofi" in d["network_backends"]:
+        check("hybrid" in d["network_backends"] and d["libfabric"],
+              "ofi: hybrid and the libfabric version listed")
+        shm = [x for x in d["providers"] if x["name"] == "shm"]
+        check(len(shm) == 1 and shm[0]["usable"], "libfabric shm usable")
+    else:
+        # a build without libfabric (LCI_WITH_OFI OFF): nothing to probe,
+        # and it says why ofi and hybrid are missing
+        missing = d["backends_not_built"]
+        check(d["network_backends"] == ["shm"] and d["libfabric"] is None
+              and d["providers"] == [],
+              "without ofi: shm alone, no libfabric, no providers")
+        check("LCI_WITH_OFI" in missing.get("ofi", "")
+              and "network backend" in missing.get("hybrid", ""),
+              "without ofi: the reasons are listed (%s)" % missing)
 
     p = run([info, "--json"], {"PMI_PORT": "127.0.0.1:1"})
     d = json.loads(p.stdout)

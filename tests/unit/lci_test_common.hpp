@@ -19,6 +19,10 @@
 
 extern char** environ;
 
+#ifndef LCI_TEST_BACKEND
+#define LCI_TEST_BACKEND "ofi"
+#endif
+
 namespace lci_test
 {
 
@@ -28,7 +32,8 @@ namespace lci_test
 // refuse a singleton) and any LCI_ATTR_* override before main()
 // (tests that need an override set it themselves with env_guard_t). They
 // mean libfabric: LCI_ATTR_BACKEND is pinned to ofi (the default, auto,
-// would be the native shm backend for a singleton).
+// would be the native shm backend for a singleton); a build without the ofi
+// backend pins shm instead (LCI_TEST_BACKEND, tests/unit/CMakeLists.txt).
 inline bool clean_environment()
 {
   std::vector<std::string> names;
@@ -41,7 +46,7 @@ inline bool clean_environment()
       names.push_back(name);
   }
   for (const std::string& n : names) ::unsetenv(n.c_str());
-  ::setenv("LCI_ATTR_BACKEND", "ofi", 1);
+  ::setenv("LCI_ATTR_BACKEND", LCI_TEST_BACKEND, 1);
   return true;
 }
 inline const bool kEnvironmentCleaned = clean_environment();

@@ -1,15 +1,14 @@
 // lci_info: what this LCI build offers and what it would do on this machine,
 // in the manner of fi_info and ucx_info: version and commit, backends
-// compiled in, libfabric providers usable now, the bootstrap backend the
-// launcher environment selects and why, the node-local transport, and every
-// attribute with its default and current value. --json for scripts;
+// compiled in (net/registry.hpp), libfabric providers usable now, the bootstrap
+// backend the launcher environment selects and why, the node-local transport,
+// and every attribute with its default and current value. --json for scripts;
 // --check runs a one-rank self-test and names what is wrong with its fix.
 //
 //   lci_info [--json] [--verbose]
 //   lci_info --check [--json]
 #include <fcntl.h>
 #include <getopt.h>
-#include <rdma/fabric.h>
 #include <sys/mman.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -27,6 +26,7 @@
 #include "bootstrap/bootstrap.hpp"
 #include "lci_info_attrs.hpp"
 #include "lci_info_build.hpp"
+#include "net/registry.hpp"
 
 namespace
 {
@@ -134,6 +134,7 @@ provider_t probe_provider(const std::string& name)
 std::vector<provider_t> probe_providers()
 {
   std::vector<provider_t> out;
+  if (!lci::net::find_backend("ofi")) return out;  // nothing to probe with
   const lci_info_attr_t* a = find_attr("ofi_provider_name");
   if (!a) return out;
   for (const std::string& name : split(a->choices, ','))
@@ -317,10 +318,31 @@ std::string current_value(const lci_info_attr_t& a, bool* from_env)
   return v ? v : a.default_value;
 }
 
+// "libfabric 1.17", or empty when this build has no ofi backend
 std::string fabric_version()
 {
-  uint32_t v = fi_version();
-  return std::to_string(FI_MAJOR(v)) + "." + std::to_string(FI_MINOR(v));
+  const lci::net::backend_entry_t* ofi = lci::net::find_backend("ofi");
+  return ofi ? ofi->library : "";
+}
+
+// The backends built in, each with its summary (and library), then the
+// known ones this build left out and why.
+std::string describe_backends()
+{
+  std::string out;
+  for (const lci::net::backend_entry_t& b : lci::net::backends()) {
+    out += (out.empty() ? "" : ", ") + std::string(b.name) + " (";
+    if (*b.library) out += std::string(b.library) + ", ";
+    out += std::string(b.summary) + ")";
+  }
+  std::string missing;
+  for (const char* name : {"ofi", "hybrid"}) {
+    const std::string why = lci::net::why_not_built(name);
+    if (!why.empty())
+      missing +=
+          (missing.empty() ? "" : ", ") + std::string(name) + " (" + why + ")";
+  }
+  return missing.empty() ? out : out + "; not built in: " + missing;
 }
 
 struct report_t {
@@ -341,10 +363,7 @@ std::vector<std::string> compiled_bootstraps()
 void print_text(const report_t& r, bool verbose)
 {
   std::printf("LCI %s (commit %s)\n", kVersion, kCommit);
-  std::printf(
-      "network backends: shm (native shared memory), ofi (libfabric "
-      "%s), hybrid (shm on this node + ofi for the others)\n",
-      fabric_version().c_str());
+  std::printf("network backends: %s\n", describe_backends().c_str());
   std::string boots;
   for (const std::string& b : compiled_bootstraps())
     boots += (boots.empty() ? "" : ", ") + b;
@@ -352,7 +371,10 @@ void print_text(const report_t& r, bool verbose)
               kHavePmix ? "" : " (no pmix: built without libpmix)",
               kHaveMpi ? "" : " (no mpi: built without -DLCI_WITH_MPI=ON)");
   std::printf("bootstrap here: %s\n", r.bootstrap.c_str());
-  std::printf("libfabric providers (for ranks on other nodes):\n");
+  std::printf("libfabric providers (for ranks on other nodes):%s\n",
+              lci::net::find_backend("ofi")
+                  ? ""
+                  : (" none: " + lci::net::why_not_built("ofi")).c_str());
   for (const provider_t& p : r.providers)
     std::printf(
         "  %-8s %s\n", p.name.c_str(),
@@ -380,8 +402,23 @@ void print_json(const report_t& r, const std::vector<step_t>* steps,
 {
   std::printf("{\n  \"version\": %s,\n  \"commit\": %s,\n",
               json_str(kVersion).c_str(), json_str(kCommit).c_str());
-  std::printf("  \"libfabric\": %s,\n", json_str(fabric_version()).c_str());
-  std::printf("  \"network_backends\": [\"shm\", \"ofi\", \"hybrid\"],\n");
+  const std::string fabric = fabric_version();
+  std::printf("  \"libfabric\": %s,\n",
+              fabric.empty() ? "null" : json_str(fabric.substr(10)).c_str());
+  std::printf("  \"network_backends\": [");
+  const auto& built = lci::net::backends();
+  for (size_t i = 0; i < built.size(); ++i)
+    std::printf("%s%s", i ? ", " : "", json_str(built[i].name).c_str());
+  std::printf("],\n  \"backends_not_built\": {");
+  bool first_missing = true;
+  for (const char* name : {"ofi", "hybrid"}) {
+    const std::string why = lci::net::why_not_built(name);
+    if (why.empty()) continue;
+    std::printf("%s%s: %s", first_missing ? "" : ", ", json_str(name).c_str(),
+                json_str(why).c_str());
+    first_missing = false;
+  }
+  std::printf("},\n");
   std::printf("  \"bootstrap_backends\": [");
   const std::vector<std::string> boots = compiled_bootstraps();
   for (size_t i = 0; i < boots.size(); ++i)
@@ -445,10 +482,18 @@ void diagnose(const report_t& r, const std::vector<step_t>& steps,
         "/dev/shm is not usable (" + r.shm.detail +
         "): the native shared-memory transport, the default on one node, "
         "needs it. Fix: mount a tmpfs there (mount -t tmpfs tmpfs /dev/shm) "
-        "with room for the segments, or run with LCI_ATTR_BACKEND=ofi");
+        "with room for the segments" +
+        std::string(lci::net::find_backend("ofi")
+                        ? ", or run with LCI_ATTR_BACKEND=ofi"
+                        : ""));
   bool any = false;
   for (const provider_t& p : r.providers) any = any || p.usable;
-  if (!any)
+  if (!lci::net::find_backend("ofi"))
+    warnings->push_back(
+        "this build has no network backend (" + lci::net::why_not_built("ofi") +
+        "): every rank must run on one node. Fix, for jobs across nodes: "
+        "rebuild LCI with libfabric (-DLCI_WITH_OFI=ON)");
+  else if (!any)
     problems->push_back(
         "no libfabric provider is usable: ranks on other nodes cannot be "
         "reached. Fix: install libfabric's providers (Debian: libfabric1), "
@@ -538,7 +583,10 @@ int main(int argc, char** argv)
                 r.shm.ok ? "ok" : ("FAILED: " + r.shm.detail).c_str());
     int usable = 0;
     for (const provider_t& p : r.providers) usable += p.usable;
-    std::printf("  %-45s %d usable\n", "libfabric providers", usable);
+    if (lci::net::find_backend("ofi"))
+      std::printf("  %-45s %d usable\n", "libfabric providers", usable);
+    else
+      std::printf("  %-45s not built in\n", "libfabric providers");
     std::printf("  %-45s %s\n", "single-copy RMA (CMA)",
                 r.cma.allowed ? "allowed" : "not allowed (warning)");
     for (const std::string& w : warnings)

@@ -1,0 +1,57 @@
+// The combining backend's entry in the backend registry
+// (net/registry.hpp): the registry's node-local backend for this node's
+// ranks, its network backend for the others, both found by kind.
+#include "net/hybrid/hybrid.hpp"
+#include "net/registry.hpp"
+#include "util/error.hpp"
+
+namespace lci::net::hybrid
+{
+namespace
+{
+
+std::unique_ptr<context_t> make(const runtime_attr_t& attr, int rank_me,
+                                int rank_n,
+                                const std::vector<std::string>& nodes)
+{
+  const backend_entry_t* local_backend =
+      first_backend(backend_kind_t::node_local);
+  const backend_entry_t* network = first_backend(backend_kind_t::network);
+  if (!local_backend || !network)
+    util::throw_fatal("alloc_runtime: backend ", attr.backend,
+                      " needs a node-local and a network backend; built in: ",
+                      backend_names());
+  const std::string& me = nodes[static_cast<size_t>(rank_me)];
+  std::vector<int> index(nodes.size(), -1);
+  int nlocal = 0;
+  for (size_t r = 0; r < nodes.size(); ++r)
+    if (nodes[r] == me) index[r] = nlocal++;
+  std::unique_ptr<context_t> remote;
+  try {
+    remote = network->make(attr, rank_me, rank_n, nodes);
+  } catch (const fatal_error& e) {
+    util::throw_fatal("alloc_runtime: backend ", attr.backend, ": ",
+                      nodes.size() - static_cast<size_t>(nlocal), " of ",
+                      nodes.size(),
+                      " ranks run on other nodes and need the network "
+                      "backend (",
+                      network->name, "), which cannot be opened: ", e.what());
+  }
+  // the node-local backend sees this node's ranks alone, renumbered
+  auto local =
+      local_backend->make(attr, index[static_cast<size_t>(rank_me)], nlocal,
+                          std::vector<std::string>(nlocal, me));
+  return alloc_context(std::move(local), std::move(remote), std::move(index));
+}
+
+}  // namespace
+
+backend_entry_t registry_entry()
+{
+  return {"hybrid",
+          "the node-local backend on this node + the network backend for "
+          "the others",
+          "", backend_kind_t::combining, make};
+}
+
+}  // namespace lci::net::hybrid

@@ -1,0 +1,70 @@
+// The backend registry (src/net/registry.hpp) through the public attribute
+// `backend`: what auto picks on one node, and the error for a backend this
+// build does not have, which names the backends it has. Built in both kinds
+// of build: with the ofi backend (LCI_TEST_HAVE_OFI 1) and without it.
+#include "lci_test_common.hpp"
+
+namespace
+{
+
+using lci_test::env_guard_t;
+using lci_test::fatal_message;
+using ::testing::HasSubstr;
+
+// the attribute and its variable agree (the unit tests pin the variable)
+lci::runtime_t runtime_on(const char* backend)
+{
+  env_guard_t pin("LCI_ATTR_BACKEND", backend);
+  return lci::alloc_runtime_x().backend(backend)();
+}
+
+TEST(Backends, AutoOnOneNodeIsNativeShm)
+{
+  lci::runtime_t rt = runtime_on("auto");
+  EXPECT_EQ(rt.get_attr_backend(), "shm");
+  lci_test::expect_sendrecv_works(rt, lci::device_t(), 77, 64);
+  lci::free_runtime(&rt);
+}
+
+TEST(Backends, ShmIsAlwaysBuiltIn)
+{
+  lci::runtime_t rt = runtime_on("shm");
+  EXPECT_EQ(rt.get_attr_backend(), "shm");
+  lci::free_runtime(&rt);
+}
+
+#if LCI_TEST_HAVE_OFI
+
+TEST(Backends, OfiAndHybridAreBuiltIn)
+{
+  for (const char* name : {"ofi", "hybrid"}) {
+    lci::runtime_t rt = runtime_on(name);
+    EXPECT_EQ(rt.get_attr_backend(), name);
+    lci_test::expect_sendrecv_works(rt, lci::device_t(), 78, 64);
+    lci::free_runtime(&rt);
+  }
+}
+
+#else
+
+// The names this build lacks give an error naming the option it was built
+// with and the backends it has, not an unknown-backend message.
+TEST(Backends, OfiIsNotInThisBuild)
+{
+  const std::string msg = fatal_message([] { runtime_on("ofi"); });
+  EXPECT_THAT(msg, HasSubstr("alloc_runtime: backend 'ofi' is not in this "
+                             "build (built with LCI_WITH_OFI=OFF); built "
+                             "in: shm"));
+}
+
+TEST(Backends, HybridIsNotInThisBuild)
+{
+  const std::string msg = fatal_message([] { runtime_on("hybrid"); });
+  EXPECT_THAT(msg, HasSubstr("backend 'hybrid' is not in this build"));
+  EXPECT_THAT(msg, HasSubstr("needs a network backend"));
+  EXPECT_THAT(msg, HasSubstr("built in: shm"));
+}
+
+#endif
+
+}  // namespace
