@@ -296,6 +296,21 @@ OPS = [
        doc="free a packet pool; the devices it supplies must be freed first"),
     op("get_default_packet_pool", "packet_pool_t", [RT],
        doc="the runtime's default packet pool"),
+    op("register_packet_pool", "void",
+       [pos("packet_pool_t", "packet_pool"), pos("device_t", "device"), RT],
+       doc="record that `device` may carry the packets of `packet_pool` "
+       "(upstream LCI 2's registration of the pool's memory with the "
+       "device). The backends here send and receive packets without a "
+       "memory registration, so any pool's packets already work on any "
+       "device and this only checks both handles; registering again is "
+       "allowed. A device's own pool (alloc_device) is registered with it "
+       "from the start; a device receives into its own pool only"),
+    op("deregister_packet_pool", "void",
+       [pos("packet_pool_t", "packet_pool"), pos("device_t", "device"), RT],
+       doc="undo register_packet_pool (or the registration of the device's "
+       "own pool, which it keeps receiving into); a pair that is not "
+       "registered is a fatal_error. free_device drops the device's "
+       "registrations; free_packet_pool those of the pool"),
     # upstream LCI 2's network contexts and endpoints: handles on the
     # runtime's one network context and on a device's one endpoint
     # (include/lci.hpp, docs/ARCHITECTURE.md)

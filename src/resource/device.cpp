@@ -82,6 +82,7 @@ device_impl_t::device_impl_t(runtime_impl_t* rt, packet_pool_impl_t* p,
   net = rt->net_context->alloc_device(attr);
   net->connect(exchange_addresses(rt, net->get_address()));
   pool->users.fetch_add(1);
+  registered_pools.push_back(pool->id());
   progress_device(this);  // pre-posts the receives
   // nobody sends to this device before every rank has posted its receives
   via_bootstrap("alloc_device", [&] { rt->bootstrap->barrier(); });
