@@ -114,11 +114,13 @@ RESOURCES = [
         attr("std::string", "bootstrap_backend", "auto",
              "how the ranks find each other: auto detects the launcher "
              "(mpi if the program initialized MPI, then pmix, then "
-             "pmi2/pmi1, else local; see docs/LAUNCHING.md); the other "
+             "pmi2/pmi1, then tcp, else local; see docs/LAUNCHING.md); "
+             "the other "
              "names force a backend. One backend per process: the first "
              "runtime's choice stays, and get_attr_bootstrap_backend() "
              "reports it",
-             choices=["auto", "local", "pmi1", "pmi2", "pmix", "mpi"]),
+             choices=["auto", "local", "pmi1", "pmi2", "pmix", "mpi",
+                      "tcp"]),
         attr("size_t", "bootstrap_timeout", 0,
              "seconds any wait on the process manager (an address exchange "
              "or barrier of alloc_runtime, alloc_device, free_device) may "
