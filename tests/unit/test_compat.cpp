@@ -153,6 +153,24 @@ TEST(Compat, StatusConstructorsAndSetters)
   lci::status_t r = lci::errorcode_t::posted;
   EXPECT_TRUE(r.is_posted());
   EXPECT_EQ(r.user_context, nullptr);
+  r.error.reset_retry();
+  EXPECT_EQ(r.error, lci::errorcode_t::retry);
+}
+
+// upstream's names of the two null completions
+TEST_F(LciTest, NullCompletionNames)
+{
+  EXPECT_EQ(lci::COMP_NULL_EXPECT_DONE, lci::COMP_NULL);
+  EXPECT_EQ(lci::COMP_NULL_EXPECT_DONE_OR_RETRY, lci::COMP_NULL_RETRY);
+  uint64_t in = 0, out = 42;
+  lci::comp_t cq = lci::alloc_cq();
+  ASSERT_TRUE(lci::post_recv(0, &in, 8, 9, cq).is_posted());
+  lci::status_t st = lci::post_send(0, &out, 8, 9, lci::COMP_NULL_EXPECT_DONE);
+  EXPECT_TRUE(st.is_done()) << st.error.get_str();
+  lci::status_t got = lci_test::pop_wait(cq, lci::get_default_device());
+  EXPECT_TRUE(got.is_done());
+  EXPECT_EQ(in, 42u);
+  lci::free_comp(&cq);
 }
 
 // comp_signal with status_t(user_context), as upstream's custom operations
