@@ -95,6 +95,8 @@ struct error_t {
   errorcode_t errorcode;
   error_t() : errorcode(errorcode_t::retry) {}
   error_t(errorcode_t code) : errorcode(code) {}  // NOLINT: implicit on purpose
+  // back to plain retry (upstream LCI 2's name)
+  void reset_retry() { errorcode = errorcode_t::retry; }
   bool is_done() const
   {
     return errorcode > errorcode_t::done_min &&
@@ -269,6 +271,10 @@ const comp_t COMP_NULL = comp_t();
 // COMP_NULL_RETRY: no completion object; the call returns done or retry
 // (a sentinel: it is never signalled).
 const comp_t COMP_NULL_RETRY = comp_t(reinterpret_cast<comp_impl_t*>(0x1));
+// Upstream LCI 2's names of the same two: its COMP_NULL expects done (here
+// the call makes it done), its COMP_NULL_RETRY done or retry.
+const comp_t COMP_NULL_EXPECT_DONE = COMP_NULL;
+const comp_t COMP_NULL_EXPECT_DONE_OR_RETRY = COMP_NULL_RETRY;
 
 // A memory registration (register_memory / deregister_memory): a local
 // buffer the network may access directly. Registering is optional for local

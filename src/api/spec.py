@@ -114,11 +114,13 @@ RESOURCES = [
         attr("std::string", "bootstrap_backend", "auto",
              "how the ranks find each other: auto detects the launcher "
              "(mpi if the program initialized MPI, then pmix, then "
-             "pmi2/pmi1, else local; see docs/LAUNCHING.md); the other "
+             "pmi2/pmi1, then tcp, else local; see docs/LAUNCHING.md); "
+             "the other "
              "names force a backend. One backend per process: the first "
              "runtime's choice stays, and get_attr_bootstrap_backend() "
              "reports it",
-             choices=["auto", "local", "pmi1", "pmi2", "pmix", "mpi"]),
+             choices=["auto", "local", "pmi1", "pmi2", "pmix", "mpi",
+                      "tcp"]),
         attr("size_t", "bootstrap_timeout", 0,
              "seconds any wait on the process manager (an address exchange "
              "or barrier of alloc_runtime, alloc_device, free_device) may "
@@ -296,6 +298,21 @@ OPS = [
        doc="free a packet pool; the devices it supplies must be freed first"),
     op("get_default_packet_pool", "packet_pool_t", [RT],
        doc="the runtime's default packet pool"),
+    op("register_packet_pool", "void",
+       [pos("packet_pool_t", "packet_pool"), pos("device_t", "device"), RT],
+       doc="record that `device` may carry the packets of `packet_pool` "
+       "(upstream LCI 2's registration of the pool's memory with the "
+       "device). The backends here send and receive packets without a "
+       "memory registration, so any pool's packets already work on any "
+       "device and this only checks both handles; registering again is "
+       "allowed. A device's own pool (alloc_device) is registered with it "
+       "from the start; a device receives into its own pool only"),
+    op("deregister_packet_pool", "void",
+       [pos("packet_pool_t", "packet_pool"), pos("device_t", "device"), RT],
+       doc="undo register_packet_pool (or the registration of the device's "
+       "own pool, which it keeps receiving into); a pair that is not "
+       "registered is a fatal_error. free_device drops the device's "
+       "registrations; free_packet_pool those of the pool"),
     # upstream LCI 2's network contexts and endpoints: handles on the
     # runtime's one network context and on a device's one endpoint
     # (include/lci.hpp, docs/ARCHITECTURE.md)

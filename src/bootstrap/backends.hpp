@@ -60,6 +60,19 @@ std::unique_ptr<backend_t> make_mpi_backend();
 // finalizes the connection (MPI does, and closes it).
 std::unique_ptr<backend_t> guard_shared_pmi_fd(std::unique_ptr<backend_t> pmi);
 
+// Ranks started with RANK, WORLD_SIZE and a rendezvous address (upstream
+// LCI 2's tcp bootstrap, torchrun): rank 0 listens there (tcp.cpp).
+struct tcp_endpoint_t {
+  const char* addr_name;
+  const char* port_name;
+  const char* addr;
+  const char* port;
+};
+// The first complete pair of LCT_MASTER_*, LCI_MASTER_*, MASTER_*.
+bool find_tcp_endpoint(tcp_endpoint_t* ep);
+extern const char* const kTcpEndpointHelp;
+std::unique_ptr<backend_t> make_tcp_backend();
+
 // Creates a new backend by name ("auto" applies the detection order of
 // get_backend()), without caching it. Throws for unknown names.
 std::unique_ptr<backend_t> create_backend(const std::string& name);

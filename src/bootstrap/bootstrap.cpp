@@ -7,6 +7,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "backends.hpp"
 #include "pmi_conn.hpp"
@@ -15,16 +16,16 @@
 namespace lci::bootstrap
 {
 
-const char* const kBackendNames[6] = {"auto", "local", "pmi1",
-                                      "pmi2", "pmix",  "mpi"};
+const char* const kBackendNames[7] = {"auto", "local", "pmi1", "pmi2",
+                                      "pmix", "mpi",   "tcp"};
 
 namespace
 {
 
 const char* const kForceHint =
     "set LCI_ATTR_BOOTSTRAP_BACKEND (or the runtime attribute "
-    "bootstrap_backend) to one of local, pmi1, pmi2, pmix, mpi to force a "
-    "backend";
+    "bootstrap_backend) to one of local, pmi1, pmi2, pmix, mpi, tcp to "
+    "force a backend";
 
 // Variables that tell which launcher started us, shown in errors.
 const char* const kLauncherVars[] = {"PMI_FD",
@@ -47,8 +48,11 @@ const char* const kLauncherVars[] = {"PMI_FD",
                                      "RANK",
                                      "WORLD_SIZE",
                                      "LCT_MASTER_ADDR",
+                                     "LCT_MASTER_PORT",
                                      "LCI_MASTER_ADDR",
-                                     "MASTER_ADDR"};
+                                     "LCI_MASTER_PORT",
+                                     "MASTER_ADDR",
+                                     "MASTER_PORT"};
 
 const char* env(const char* name)
 {
@@ -130,34 +134,57 @@ std::string detect()
                  " tasks (SLURM_STEP_NUM_TASKS) without a PMI (srun "
                  "--mpi=none?)");
   }
-  // Upstream LCI's launch variables: its lcrun script (a file-based
-  // bootstrap) and its tcp bootstrap (a master address, torchrun's RANK and
-  // WORLD_SIZE). Neither is implemented here; running each process as a
-  // rank 0 of 1 would be N separate jobs, so they are refused.
+  // Upstream LCI 2's launch variables. LCT_PMI_BACKEND lists its
+  // bootstraps in the order to try; its tcp bootstrap (RANK, WORLD_SIZE and
+  // a rendezvous address, which torchrun sets too) is the tcp backend here.
+  // Its file bootstrap (what its lcrun script uses: ranks numbered by
+  // arrival through files under $HOME) is not implemented: running each
+  // process as a rank 0 of 1 would be N separate jobs, so it is refused.
+  tcp_endpoint_t ep;
+  bool tcp_ready = env("RANK") != nullptr && env("WORLD_SIZE") != nullptr &&
+                   find_tcp_endpoint(&ep);
   if (const char* lct = env("LCT_PMI_BACKEND")) {
     std::string list = lct;
-    bool only_local = true;
-    for (size_t b = 0; b <= list.size();) {
-      size_t e = list.find(',', b);
+    std::vector<std::string> words;
+    for (size_t b = 0; b < list.size();) {
+      size_t e = list.find_first_of(" ;,", b);
       if (e == std::string::npos) e = list.size();
-      if (list.compare(b, e - b, "local") != 0) only_local = false;
+      if (e > b) words.push_back(list.substr(b, e - b));
       b = e + 1;
     }
-    if (!only_local)
-      inconsistent(std::string("LCT_PMI_BACKEND=") + lct +
-                   " asks for upstream LCI's own bootstrap (its lcrun "
-                   "script, or the tcp bootstrap with LCT_MASTER_ADDR), "
-                   "which this LCI does not implement: start the program "
-                   "with this package's lcrun (lcrun -n N prog) or a PMI "
-                   "launcher");
+    for (const std::string& w : words) {
+      if (w == "local") return "local";
+      if (w == "tcp") {
+        if (tcp_ready) return "tcp";
+        if (words.size() == 1)
+          inconsistent(std::string("LCT_PMI_BACKEND=tcp but no usable "
+                                   "rendezvous: ") +
+                       kTcpEndpointHelp);
+      } else if (w == "file") {
+        if (env_count("LCT_PMI_FILE_NRANKS") > 1 ||
+            env_count("SLURM_NTASKS") > 1)
+          inconsistent(std::string("LCT_PMI_BACKEND=") + lct +
+                       " asks for upstream LCI's file bootstrap (its lcrun "
+                       "script), which this LCI does not implement: start "
+                       "the program with this package's lcrun (lcrun -n N "
+                       "prog), a PMI launcher, or upstream's tcp variables");
+      } else if (w != "pmi1" && w != "pmi2" && w != "pmix" && w != "mpi") {
+        // upstream's PMI names: those launchers were looked for above
+        inconsistent("Unknown env LCT_PMI_BACKEND entry '" + w + "' in '" +
+                     lct +
+                     "' (upstream's names: local, file, tcp, pmi1, pmi2, "
+                     "pmix, mpi)");
+      }
+    }
   }
+  if (tcp_ready) return "tcp";
   long long world = env_count("WORLD_SIZE");
   if (world > 1) {
     inconsistent("WORLD_SIZE=" + std::to_string(world) +
                  " (torchrun's or upstream LCI's tcp bootstrap variables) "
-                 "but no PMI: this LCI cannot join those ranks; start the "
-                 "program with this package's lcrun (lcrun -n N prog) or a "
-                 "PMI launcher");
+                 "without a rendezvous address or a PMI (" +
+                 kTcpEndpointHelp +
+                 "; or start the program with this package's lcrun)");
   }
   return "local";
 }
@@ -278,6 +305,8 @@ std::string describe_detection()
     return "pmi2 or pmi1: PMI_FD is set (PMI-2 if the process manager "
            "accepts it, else PMI-1)";
   if (choice == "pmi1") return "pmi1: PMI_PORT is set (PMI-1 port mode)";
+  if (choice == "tcp")
+    return "tcp: RANK, WORLD_SIZE and a rendezvous address are set";
   return "local: no launcher variables (rank 0 of 1)";
 }
 
@@ -306,6 +335,7 @@ std::unique_ptr<backend_t> create_backend(const std::string& name)
     if (choice == "local") return make_local_backend();
     if (choice == "pmix") return make_pmix_backend();
     if (choice == "mpi") return make_mpi_backend();
+    if (choice == "tcp") return make_tcp_backend();
     std::unique_ptr<backend_t> pmi = choice == "pmi"    ? negotiate_pmi()
                                      : choice == "pmi1" ? make_pmi1_backend()
                                                         : make_pmi2_backend();

@@ -44,7 +44,7 @@ class backend_t
 };
 
 // The names get_backend() accepts: "auto" and the backends.
-extern const char* const kBackendNames[6];  // auto local pmi1 pmi2 pmix mpi
+extern const char* const kBackendNames[7];  // auto local pmi1 pmi2 pmix mpi tcp
 
 // The process-wide bootstrap backend. The first call creates it:
 // `requested` names a backend, or "auto" applies the detection order
@@ -56,7 +56,10 @@ extern const char* const kBackendNames[6];  // auto local pmi1 pmi2 pmix mpi
 //   3. pmi2 / pmi1   PMI_FD (+ PMI_RANK, PMI_SIZE) is set: PMI-2 if the
 //             process manager accepts it in "cmd=init", else PMI-1 (hydra,
 //             srun --mpi=pmi2, lcrun); PMI_PORT (+ PMI_ID): PMI-1
-//   4. local  no launcher variables at all (rank 0 of 1)
+//   4. tcp    RANK, WORLD_SIZE and a rendezvous address (LCT_MASTER_*,
+//             LCI_MASTER_* or MASTER_*): upstream LCI 2's tcp bootstrap,
+//             torchrun; LCT_PMI_BACKEND (upstream's list) is honoured
+//   5. local  no launcher variables at all (rank 0 of 1)
 // Partial or contradictory launcher variables (e.g. PMI_RANK without
 // PMI_FD/PMI_PORT, OMPI_COMM_WORLD_SIZE=4 without PMIx variables) are an
 // error naming them, never a silent singleton.

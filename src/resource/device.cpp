@@ -31,6 +31,7 @@ device_impl_t::device_impl_t(runtime_impl_t* rt, packet_pool_impl_t* p,
     attr.net_max_recvs =
         pool->attr.npackets / 2 > 0 ? pool->attr.npackets / 2 : 1;
   pool->users.fetch_add(1);
+  registered_pools.push_back(pool->id());
 }
 
 device_impl_t::~device_impl_t()

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include "lci.hpp"
 #include "net/net.hpp"
@@ -45,6 +47,10 @@ class device_impl_t
   device_attr_t attr;
   runtime_impl_t* runtime;
   packet_pool_impl_t* pool;  // supplies the pre-posted receives
+  // ids of the packet pools registered with this device (pool ids are never
+  // reused, so a freed pool's id matches nothing); register_packet_pool
+  std::mutex pools_mu;
+  std::vector<uint64_t> registered_pools;
   net::link_t net;           // the backend endpoint, through its thin layer
   size_t index = 0;          // slot in runtime->devices
   // the runtime's progress attributes, copied here for every poll:

@@ -191,6 +191,9 @@ class packet_pool_impl_t
     return ndeques_.load(std::memory_order_acquire);
   }
 
+  // unique over the process's life, never reused
+  uint64_t id() const { return hot_.id; }
+
   packet_pool_attr_t attr;
   // devices whose receives this pool supplies; it cannot be freed before them
   std::atomic<int> users{0};

@@ -166,6 +166,16 @@ static void test_device_and_pool(void)
               "lci_post_send", "exceeds the payload of the user packet");
   CHECK(lci_put_upacket(pkt, NULL) == LCI_DONE);
 
+  /* registration with a device (upstream LCI 2's): once out, twice refused */
+  lci_device_t regdev = NULL;
+  CHECK(lci_get_default_device(NULL, &regdev) == LCI_DONE && regdev);
+  CHECK(lci_register_packet_pool(pool, regdev, NULL) == LCI_DONE);
+  CHECK_FAILS(lci_register_packet_pool(NULL, regdev, NULL),
+              "register_packet_pool", "empty handle");
+  CHECK(lci_deregister_packet_pool(pool, regdev, NULL) == LCI_DONE);
+  CHECK_FAILS(lci_deregister_packet_pool(pool, regdev, NULL),
+              "deregister_packet_pool", "not registered");
+
   lci_packet_pool_t pcopy = pool;
   CHECK(lci_free_packet_pool(&pool, NULL) == LCI_DONE && pool == NULL);
   CHECK_FAILS(lci_free_packet_pool(&pcopy, NULL), "lci_free_packet_pool", NULL);

@@ -42,7 +42,9 @@ inline bool clean_environment()
     std::string name = entry.substr(0, entry.find('='));
     if (name.rfind("LCI_ATTR_", 0) == 0 || name.rfind("PMI_", 0) == 0 ||
         name.rfind("PMIX_", 0) == 0 || name == "OMPI_COMM_WORLD_SIZE" ||
-        name == "SLURM_STEP_NUM_TASKS")
+        name == "SLURM_STEP_NUM_TASKS" || name == "RANK" ||
+        name == "WORLD_SIZE" || name.rfind("LCT_", 0) == 0 ||
+        name.find("MASTER_ADDR") != std::string::npos)
       names.push_back(name);
   }
   for (const std::string& n : names) ::unsetenv(n.c_str());

@@ -448,6 +448,29 @@ TEST_F(LciTest, Resources)
         ptr(copy.get_impl()),
         [=] { lci::get_max_bcopy_size_x().packet_pool(copy)(); });
   }
+  add("register_packet_pool", "foreign", "register_packet_pool", F, [=] {
+    lci::register_packet_pool(foreign_pool, lci::get_default_device());
+  });
+  add("register_packet_pool", "foreign", "register_packet_pool", F, [=] {
+    lci::register_packet_pool(lci::get_default_packet_pool(), foreign_dev);
+  });
+  add("register_packet_pool", "null", "register_packet_pool", "empty handle",
+      [] {
+        lci::register_packet_pool(lci::packet_pool_t(),
+                                  lci::get_default_device());
+      });
+  add("deregister_packet_pool", "foreign", "deregister_packet_pool", F, [=] {
+    lci::deregister_packet_pool(foreign_pool, lci::get_default_device());
+  });
+  add("deregister_packet_pool", "value", "deregister_packet_pool",
+      "not registered", [] {
+        lci::packet_pool_t p = lci::alloc_packet_pool_x().npackets(8)();
+        struct guard_t {
+          lci::packet_pool_t* p;
+          ~guard_t() { lci::free_packet_pool(p); }
+        } guard{&p};
+        lci::deregister_packet_pool(p, lci::get_default_device());
+      });
   add("get_default_packet_pool", "foreign", "get_default_packet_pool", F,
       [=] { lci::get_default_packet_pool_x().runtime(foreign_rt)(); });
   // network contexts and endpoints (handles on the runtime's context and a

@@ -1,6 +1,7 @@
 // Compatibility with upstream LCI 2's interface (github.com/uiuc-hpc/lci):
 // behaviours and names its client programs rely on.
 #include <atomic>
+#include <cstring>
 #include <thread>
 
 #include "lci_test_common.hpp"
@@ -152,6 +153,24 @@ TEST(Compat, StatusConstructorsAndSetters)
   lci::status_t r = lci::errorcode_t::posted;
   EXPECT_TRUE(r.is_posted());
   EXPECT_EQ(r.user_context, nullptr);
+  r.error.reset_retry();
+  EXPECT_EQ(r.error, lci::errorcode_t::retry);
+}
+
+// upstream's names of the two null completions
+TEST_F(LciTest, NullCompletionNames)
+{
+  EXPECT_EQ(lci::COMP_NULL_EXPECT_DONE, lci::COMP_NULL);
+  EXPECT_EQ(lci::COMP_NULL_EXPECT_DONE_OR_RETRY, lci::COMP_NULL_RETRY);
+  uint64_t in = 0, out = 42;
+  lci::comp_t cq = lci::alloc_cq();
+  ASSERT_TRUE(lci::post_recv(0, &in, 8, 9, cq).is_posted());
+  lci::status_t st = lci::post_send(0, &out, 8, 9, lci::COMP_NULL_EXPECT_DONE);
+  EXPECT_TRUE(st.is_done()) << st.error.get_str();
+  lci::status_t got = lci_test::pop_wait(cq, lci::get_default_device());
+  EXPECT_TRUE(got.is_done());
+  EXPECT_EQ(in, 42u);
+  lci::free_comp(&cq);
 }
 
 // comp_signal with status_t(user_context), as upstream's custom operations
@@ -606,6 +625,80 @@ TEST_F(LciTest, NetContextsAndEndpoints)
   lci::free_runtime(&rt2);
   msg = fatal_message([&] { (void)c2.get_attr_backend(); });
   EXPECT_THAT(msg, HasSubstr("net_context_t::get_attr_backend"));
+}
+
+}  // namespace
+
+namespace
+{
+
+// register_packet_pool / deregister_packet_pool: a device starts with its
+// own pool registered; another pool is registered (again is allowed) and
+// deregistered once; a pair not registered is refused; a registered pool's
+// user packets travel on the device.
+TEST_F(LciTest, PacketPoolRegistration)
+{
+  lci::packet_pool_t pool = lci::alloc_packet_pool_x().npackets(16)();
+  lci::device_t dev = lci::alloc_device_x().net_max_recvs(4)();
+  lci::register_packet_pool(pool, dev);
+  lci::register_packet_pool_x(pool, dev).runtime(lci::get_g_runtime())();
+
+  char* up = static_cast<char*>(lci::get_upacket_x().packet_pool(pool)());
+  ASSERT_NE(up, nullptr);
+  std::memcpy(up, "registered", 11);
+  lci::comp_t cq = lci::alloc_cq();
+  char in[16] = {};
+  ASSERT_TRUE(lci::post_recv_x(0, in, 11, 5, cq).device(dev)().is_posted());
+  lci::status_t st = lci_test::post_retry(
+      [&] { return lci::post_send_x(0, up, 11, 5, cq).device(dev)(); }, dev);
+  ASSERT_FALSE(st.is_retry());
+  int done = st.is_done() ? 1 : 0;
+  while (done < 2) {
+    lci::status_t s = lci_test::pop_wait(cq, dev);
+    ASSERT_TRUE(s.is_done()) << s.error.get_str();
+    ++done;
+  }
+  EXPECT_STREQ(in, "registered");
+
+  lci::deregister_packet_pool(pool, dev);
+  std::string msg =
+      fatal_message([&] { lci::deregister_packet_pool(pool, dev); });
+  EXPECT_THAT(msg, HasSubstr("deregister_packet_pool"));
+  EXPECT_THAT(msg, HasSubstr("not registered"));
+  // the device's own pool: registered from its allocation, once
+  lci::packet_pool_t own = lci::get_default_packet_pool();
+  lci::deregister_packet_pool(own, dev);
+  msg = fatal_message([&] { lci::deregister_packet_pool(own, dev); });
+  EXPECT_THAT(msg, HasSubstr("not registered"));
+  lci::register_packet_pool(own, dev);
+  // a pool registered with the default device only is not with dev
+  lci::register_packet_pool(pool, lci::get_default_device());
+  msg = fatal_message([&] { lci::deregister_packet_pool(pool, dev); });
+  EXPECT_THAT(msg, HasSubstr("not registered"));
+  lci::deregister_packet_pool(pool, lci::get_default_device());
+  // positional handles are required
+  msg =
+      fatal_message([&] { lci::register_packet_pool(pool, lci::device_t()); });
+  EXPECT_THAT(msg, HasSubstr("the device is the empty handle"));
+  // the device must be of the runtime given
+  lci::runtime_t rt2 = lci::alloc_runtime();
+  msg = fatal_message(
+      [&] { lci::register_packet_pool_x(pool, dev).runtime(rt2)(); });
+  EXPECT_THAT(msg, HasSubstr("another runtime"));
+  lci::free_runtime(&rt2);
+  // freed handles are refused
+  lci::device_t dev_copy = dev;
+  lci::free_device(&dev);
+  msg = fatal_message([&] { lci::register_packet_pool(pool, dev_copy); });
+  EXPECT_THAT(msg, HasSubstr("register_packet_pool"));
+  lci::register_packet_pool(pool, lci::get_default_device());
+  lci::packet_pool_t pool_copy = pool;
+  lci::free_packet_pool(&pool);
+  msg = fatal_message([&] {
+    lci::deregister_packet_pool(pool_copy, lci::get_default_device());
+  });
+  EXPECT_THAT(msg, HasSubstr("deregister_packet_pool"));
+  lci::free_comp(&cq);
 }
 
 }  // namespace
