@@ -20,12 +20,12 @@
 // so ranks that disagree on sizes or counts get an error, never a write
 // past a buffer.
 //
-// A failed step (a failed peer) stops the collective's later sends: a rank
-// that lost a contribution never forwards what it holds instead, so a rank
-// that hears of the failed peer only through others waits until the core's
-// peer-failure sweep withdraws its collective receives (core/
-// coll_support.hpp) and ends with the error too, never with a result that
-// lacks a rank's part.
+// A known failed rank (a failed step, or one the runtime knows of) stops
+// the collective's later posts: a rank that lost a contribution never
+// forwards what it holds instead, so a rank that hears of the failed rank
+// only through others waits until the core's peer-failure sweep withdraws
+// its collective receives (see core/coll_support.hpp) and ends with the
+// error too, never with a result that lacks a rank's part.
 #ifndef LCI_COLL_COLL_GRAPH_HPP
 #define LCI_COLL_COLL_GRAPH_HPP
 
