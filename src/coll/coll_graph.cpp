@@ -329,94 +329,12 @@ struct shm_signal_op_t final : shm_op_t {
   }
 };
 
-// The result of a collective on one rank: the input copied to the output
-// (nothing for barrier and broadcast).
-void one_rank(const shm_request_t& r)
-{
-  size_t bytes = 0;
-  switch (r.kind) {
-    case shm_kind_t::barrier:
-    case shm_kind_t::broadcast:
-      return;
-    case shm_kind_t::reduce:
-    case shm_kind_t::allreduce:
-    case shm_kind_t::reduce_scatter:
-      bytes = r.count * r.item_size;
-      break;
-    case shm_kind_t::allgather:
-    case shm_kind_t::alltoall:
-      bytes = r.size;
-      break;
-  }
-  if (bytes && r.in != r.out) std::memmove(r.out, r.in, bytes);
-}
-
 }  // namespace
 
-coll_t::coll_t(const char* call, shm_kind_t kind, runtime_t runtime,
-               device_t device, matching_engine_t me, comp_t comp,
-               void* user_context)
-    : name_(call), kind_(kind)
+void coll_t::destroy()
 {
-  if (comp == COMP_NULL_RETRY)
-    util::throw_fatal(call,
-                      ": COMP_NULL_RETRY is not a completion object for a "
-                      "collective (pass COMP_NULL to block, or a completion "
-                      "object)");
-  call_ = begin_call(call, runtime, device, me);
-  comp_ = comp;
-  user_context_ = user_context;
-  rank = call_.rank;
-  nranks = call_.nranks;
-}
-
-coll_t::~coll_t()
-{
-  // not started (an argument was refused while building)
-  if (graph_.is_empty()) return;
   free_comp(&graph_);
   delete fin_;
-}
-
-void coll_t::check_algorithm(int value, int max) const
-{
-  if (value < 0 || value > max)
-    util::throw_fatal(name_, ": unknown algorithm ", value);
-}
-
-void coll_t::check_root(int root) const
-{
-  if (root < 0 || root >= nranks)
-    util::throw_fatal(name_, ": root ", root, " is not a rank (0..", nranks - 1,
-                      ")");
-}
-
-void coll_t::check_buffer(const void* buf, size_t size, const char* name) const
-{
-  if (!buf && size)
-    util::throw_fatal(name_, ": ", name, " is null but ", size,
-                      " bytes are to be accessed");
-}
-
-size_t coll_t::check_items(size_t count, size_t item_size, size_t blocks,
-                           reduce_op_t op) const
-{
-  if (count && item_size == 0)
-    util::throw_fatal(name_, ": item_size is 0 with count ", count);
-  if (!op) util::throw_fatal(name_, ": null reduction operator");
-  size_t limit = size_t(1) << 48;
-  if (item_size > limit || count > limit / std::max<size_t>(item_size, 1) /
-                                       std::max<size_t>(blocks, 1))
-    util::throw_fatal(name_, ": ", count, " items of ", item_size,
-                      " bytes is larger than any buffer");
-  return count * item_size;
-}
-
-void coll_t::check_size(size_t size, size_t blocks) const
-{
-  if (size > (size_t(1) << 48) / std::max<size_t>(blocks, 1))
-    util::throw_fatal(name_, ": size ", size,
-                      " is negative or larger than any buffer");
 }
 
 char* coll_t::scratch(size_t size)
@@ -505,37 +423,25 @@ void coll_t::make_graph()
                     .free_cb(&delete_value<state_t>)();
 }
 
-bool coll_t::run_local(const shm_request_t& req, bool default_algorithm,
-                       void* buffer, size_t size)
+void coll_t::run_team(const shm_request_t& req, const status_t& status)
 {
   shm_team_t* team = call_.team;
-  if (nranks > 1 && !(team && default_algorithm && team->accepts(req)))
-    return false;
-  status_t status(errorcode_t::done);
-  status.rank = rank;
-  status.buffer = buffer;
-  status.size = size;
-  status.user_context = user_context_;
-  if (nranks == 1) {
-    one_rank(req);
-    if (!comp_.is_empty()) comp_.p_impl->signal(status);
-    return true;
-  }
   if (!comp_.is_empty()) {
     auto op = std::make_shared<shm_signal_op_t>();
     op->comp = comp_;
     op->status = status;
     team->start(op, req);
     team->poll();  // rounds that need no peer go at once
-    return true;
+    return;
   }
   auto op = std::make_shared<shm_wait_op_t>();
   team->start(op, req);
   // poll the team alone for a short while (a running peer arrives soon,
   // and a progress call in between only delays seeing it), then also every
-  // other poll the device (point-to-point traffic, peer checks, yielding the
-  // core when idle); an error raised meanwhile is kept until the collective
-  // ended, which must not touch the caller's buffers after it returned
+  // other poll the device (point-to-point traffic, peer checks, yielding
+  // the core when idle); an error raised meanwhile is kept until the
+  // collective ended, which must not touch the caller's buffers after it
+  // returned
   std::exception_ptr raised;
   for (unsigned spins = 1; !op->done.load(std::memory_order_acquire); ++spins) {
     try {
@@ -550,7 +456,6 @@ bool coll_t::run_local(const shm_request_t& req, bool default_algorithm,
     throw peer_failure_error(r.error, r.rank);
   if (r.errorcode != errorcode_t::done) throw fatal_error(r.error);
   if (raised) std::rethrow_exception(raised);
-  return true;
 }
 
 void coll_t::run(void* buffer, size_t size)

@@ -32,11 +32,13 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "coll/shm_team.hpp"
 #include "core/coll_support.hpp"
 #include "lci.hpp"
+#include "util/error.hpp"
 
 namespace lci::coll
 {
@@ -67,6 +69,28 @@ inline block_t block_of(size_t count, int n, int b)
   return block_t{ub * base + std::min(ub, extra), base + (ub < extra ? 1 : 0)};
 }
 
+// The result of a collective on one rank: the input copied to the output
+// (nothing for barrier and broadcast).
+inline void one_rank(const shm_request_t& r)
+{
+  size_t bytes = 0;
+  switch (r.kind) {
+    case shm_kind_t::barrier:
+    case shm_kind_t::broadcast:
+      return;
+    case shm_kind_t::reduce:
+    case shm_kind_t::allreduce:
+    case shm_kind_t::reduce_scatter:
+      bytes = r.count * r.item_size;
+      break;
+    case shm_kind_t::allgather:
+    case shm_kind_t::alltoall:
+      bytes = r.size;
+      break;
+  }
+  if (bytes && r.in != r.out) std::memmove(r.out, r.in, bytes);
+}
+
 struct finisher_t;
 struct state_t;
 
@@ -75,9 +99,26 @@ struct state_t;
 class coll_t
 {
  public:
+  // Throws fatal_error naming `call` for COMP_NULL_RETRY and for
+  // resources begin_call refuses.
   coll_t(const char* call, shm_kind_t kind, runtime_t runtime, device_t device,
-         matching_engine_t me, comp_t comp, void* user_context);
-  ~coll_t();
+         matching_engine_t me, comp_t comp, void* user_context)
+      : name_(call), kind_(kind), comp_(comp), user_context_(user_context)
+  {
+    if (comp == COMP_NULL_RETRY)
+      util::throw_fatal(call,
+                        ": COMP_NULL_RETRY is not a completion object for a "
+                        "collective (pass COMP_NULL to block, or a "
+                        "completion object)");
+    call_ = begin_call(call, runtime, device, me);
+    rank = call_.rank;
+    nranks = call_.nranks;
+  }
+  ~coll_t()
+  {
+    // not started (an argument was refused while building)
+    if (!graph_.is_empty()) destroy();
+  }
   coll_t(const coll_t&) = delete;
   coll_t& operator=(const coll_t&) = delete;
 
@@ -87,14 +128,44 @@ class coll_t
   // argument checks, each throwing fatal_error naming the call
   // an algorithm option outside its enum (checked at every rank count,
   // not only where the algorithm matters)
-  void check_algorithm(int value, int max) const;
-  void check_root(int root) const;
-  void check_buffer(const void* buf, size_t size, const char* name) const;
+  void check_algorithm(int value, int max) const
+  {
+    if (value < 0 || value > max)
+      util::throw_fatal(name_, ": unknown algorithm ", value);
+  }
+  void check_root(int root) const
+  {
+    if (root < 0 || root >= nranks)
+      util::throw_fatal(name_, ": root ", root, " is not a rank (0..",
+                        nranks - 1, ")");
+  }
+  void check_buffer(const void* buf, size_t size, const char* name) const
+  {
+    if (!buf && size)
+      util::throw_fatal(name_, ": ", name, " is null but ", size,
+                        " bytes are to be accessed");
+  }
   // count items of item_size bytes (times `blocks`) fit a buffer; returns
   // the bytes of count items
   size_t check_items(size_t count, size_t item_size, size_t blocks,
-                     reduce_op_t op) const;
-  void check_size(size_t size, size_t blocks) const;
+                     reduce_op_t op) const
+  {
+    if (count && item_size == 0)
+      util::throw_fatal(name_, ": item_size is 0 with count ", count);
+    if (!op) util::throw_fatal(name_, ": null reduction operator");
+    size_t limit = size_t(1) << 48;
+    if (item_size > limit || count > limit / std::max<size_t>(item_size, 1) /
+                                         std::max<size_t>(blocks, 1))
+      util::throw_fatal(name_, ": ", count, " items of ", item_size,
+                        " bytes is larger than any buffer");
+    return count * item_size;
+  }
+  void check_size(size_t size, size_t blocks) const
+  {
+    if (size > (size_t(1) << 48) / std::max<size_t>(blocks, 1))
+      util::throw_fatal(name_, ": size ", size,
+                        " is negative or larger than any buffer");
+  }
 
   // scratch memory that lives as long as the collective
   char* scratch(size_t size);
@@ -145,7 +216,24 @@ class coll_t
   // false when the point-to-point algorithms must run it. `buffer`/`size`
   // go to the completion status.
   bool run_local(const shm_request_t& req, bool default_algorithm, void* buffer,
-                 size_t size);
+                 size_t size)
+  {
+    if (nranks > 1 &&
+        !(call_.team && default_algorithm && call_.team->accepts(req)))
+      return false;
+    status_t status(errorcode_t::done);
+    status.rank = rank;
+    status.buffer = buffer;
+    status.size = size;
+    status.user_context = user_context_;
+    if (nranks > 1) {
+      run_team(req, status);
+    } else {
+      one_rank(req);
+      if (!comp_.is_empty()) comp_.p_impl->signal(status);
+    }
+    return true;
+  }
   // Starts the graph built so far; returns once it completed unless the
   // caller gave a completion object. `buffer`/`size` go to the completion
   // status.
@@ -163,6 +251,9 @@ class coll_t
     return graph_;
   }
   void make_graph();
+  // run_local through the node-local team
+  void run_team(const shm_request_t& req, const status_t& status);
+  void destroy();
 
   const char* name_;
   shm_kind_t kind_;
