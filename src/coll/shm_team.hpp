@@ -14,8 +14,8 @@
 // Data is copied once into and once out of the segment; a collective larger
 // than a slot runs in several rounds (a pipeline of chunks).
 //
-// The interface is small on purpose: the collective layer (coll.cpp) builds
-// a request from a call's arguments, asks whether the team takes it
+// The interface is small on purpose: the collective layer (coll_graph.hpp)
+// builds a request from a call's arguments, asks whether the team takes it
 // (`accepts`), starts it, and drives it with `poll` (from its blocking wait
 // or from progress). Collectives of one team run one after the other in the
 // order they were started, which is the same on every rank (the ordering

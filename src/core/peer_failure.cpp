@@ -11,6 +11,7 @@
 #include <limits>
 #include <sstream>
 
+#include "core/coll_support.hpp"
 #include "core/control.hpp"
 #include "core/protocol.hpp"
 #include "core/recv.hpp"
@@ -90,19 +91,25 @@ uint64_t own_start_time()
 }
 
 // Withdraws every receive posted with source `rank` from every matching
-// engine of the runtime and signals it.
+// engine of the runtime and signals it; on an engine that has run
+// collectives, also every receive of a collective, whatever its source:
+// every rank takes part in every collective, so one that waits for a live
+// rank waits for data that lacks the failed rank's part, which the live
+// rank will not send (core/coll_support.hpp).
 void fail_recvs(runtime_impl_t* rt, int rank)
 {
   const size_t nme = rt->matching_engines.size();
   for (size_t i = 0; i < nme; ++i) {
     matching_engine_impl_t* me = rt->matching_engines.get(i, nullptr);
     if (!me) continue;
+    const bool coll = me->coll_seq.load(std::memory_order_relaxed) > 0;
     std::vector<std::pair<match_key_t, recv_t*>> found;
     me->for_each_entry(
         [&](const match_key_t& k, void* v, matching_engine_impl_t::type_t t) {
           if (t != matching_engine_impl_t::type_t::recv) return;
           auto* r = static_cast<recv_t*>(v);
-          if (r->rank == rank) found.emplace_back(k, r);
+          if (r->rank == rank || (coll && coll::tag_kind(r->tag) != 0))
+            found.emplace_back(k, r);
         });
     for (auto& e : found) {
       // false: matched meanwhile, its completion is underway

@@ -2,7 +2,8 @@
 // algorithm, sizes 0, 1, 8 bytes, 4 KiB and 1 MiB, every root, blocking and
 // nonblocking, results checked element by element against a serial
 // computation of what every rank contributed; every form of overlapping
-// buffers (in place) with every algorithm; then 4 threads each running
+// buffers (in place) with every algorithm, at those sizes and at 96 KiB
+// (several rounds of the node-local team); then 4 threads each running
 // independent nonblocking collectives on their own matching engine; then
 // bad input (each raises fatal_error and the next collective still works)
 // and a size mismatch across ranks (an error, not a write past a buffer).
@@ -532,6 +533,10 @@ int main(int argc, char** argv)
       }
       test_barrier(nb);
     }
+    // a size the node-local team runs in several rounds (its slot is
+    // 64 KiB up to 16 ranks), where an in-place input must survive the
+    // outputs of the earlier rounds
+    test_overlap(size_t(96) << 10);
     test_threads(nthreads, iters);
     test_bad_input();
     lci::barrier();

@@ -1,17 +1,24 @@
 // A rank dies during a collective (run with lcrun --keep-going; see
-// coll_failure.sh): every rank runs blocking allreduces of one byte (added
-// modulo 256), each result checked; the victim (the last rank) kills itself
-// with SIGKILL before collective number --kill-at, so the survivors are
-// inside it. Each survivor checks:
-//   - the blocking allreduce raises peer_failure_error naming the victim
+// coll_failure.sh): every rank runs blocking collectives (--op allreduce:
+// allreduces of one byte added modulo 256, each result checked; --op
+// barrier: barriers), with --algorithm (allreduce: none, direct,
+// recursive_doubling, ring); the victim (the last rank) kills itself with
+// SIGKILL before collective number --kill-at, so the survivors are inside
+// it. With the point-to-point algorithms at 3 ranks and more, some
+// survivors never exchange a message with the victim in that collective:
+// they must still get the error, never a result that lacks the victim's
+// part (or a barrier the victim never entered). Each survivor checks:
+//   - the blocking collective raises peer_failure_error naming the victim
 //     (failed_rank() and the message) within --bound seconds of its start;
 //   - a nonblocking barrier started afterwards completes with
 //     fatal_peer_failure and the victim's rank in its status;
 //   - a blocking broadcast started afterwards raises peer_failure_error;
-//   - g_runtime_fina returns.
+//   - g_runtime_fina returns (after 2 s: no survivor exits while another
+//     may still be inside the collective).
 // Each survivor prints "coll_failure: rank R: failures=N". Exit status 0 on
 // success; the victim never exits normally.
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -38,12 +45,31 @@ int main(int argc, char** argv)
 {
   double bound = 10;
   long kill_at = 2000;
+  std::string op = "allreduce";
+  auto algorithm = lci::allreduce_algorithm_t::none;
   for (int i = 1; i + 1 < argc; i += 2) {
-    std::string a = argv[i];
-    if (a == "--bound")
-      bound = std::atof(argv[i + 1]);
-    else if (a == "--kill-at")
-      kill_at = std::atol(argv[i + 1]);
+    std::string a = argv[i], v = argv[i + 1];
+    if (a == "--bound") {
+      bound = std::atof(v.c_str());
+    } else if (a == "--kill-at") {
+      kill_at = std::atol(v.c_str());
+    } else if (a == "--op" && (v == "allreduce" || v == "barrier")) {
+      op = v;
+    } else if (a == "--algorithm") {
+      const char* names[] = {"none", "direct", "recursive_doubling", "ring"};
+      int k = 0;
+      while (k < 4 && v != names[k]) ++k;
+      if (k == 4) {
+        std::fprintf(stderr, "mp_coll_failure: unknown algorithm %s\n",
+                     v.c_str());
+        return 2;
+      }
+      algorithm = static_cast<lci::allreduce_algorithm_t>(k);
+    } else {
+      std::fprintf(stderr, "mp_coll_failure: bad option %s %s\n", a.c_str(),
+                   v.c_str());
+      return 2;
+    }
   }
   lci::g_runtime_init();
   mp::g_rank = lci::get_rank_me();
@@ -61,14 +87,28 @@ int main(int argc, char** argv)
     unsigned char y = 0;
     auto t0 = std::chrono::steady_clock::now();
     try {
-      lci::allreduce(&x, &y, 1, 1, &mp::add_bytes);
-      CHECK(y == static_cast<unsigned char>(want + n * i), "allreduce %ld: %u",
-            i, y);
+      if (op == "barrier") {
+        lci::barrier();
+        // a barrier that the victim never entered must not complete
+        CHECK(i < kill_at, "barrier %ld completed without the victim", i);
+      } else {
+        lci::allreduce_x(&x, &y, 1, 1, &mp::add_bytes).algorithm(algorithm)();
+        CHECK(y == static_cast<unsigned char>(want + n * i),
+              "allreduce %ld: %u where %u was due", i, y,
+              static_cast<unsigned char>(want + n * i));
+      }
+      if (mp::g_failures) {
+        // the collectives are out of step from here on: report at once
+        std::printf("coll_failure: rank %d: failures=%d\n", me,
+                    mp::g_failures.load());
+        std::fflush(stdout);
+        std::_Exit(1);
+      }
     } catch (const lci::peer_failure_error& e) {
       raised = true;
       double t = since(t0);
       std::string needle = "rank " + std::to_string(victim);
-      CHECK(i == kill_at, "allreduce %ld raised before the kill: %s", i,
+      CHECK(i == kill_at, "collective %ld raised before the kill: %s", i,
             e.what());
       CHECK(e.failed_rank() == victim, "failed_rank %d: %s", e.failed_rank(),
             e.what());
@@ -111,6 +151,16 @@ int main(int argc, char** argv)
     threw = e.failed_rank() == victim;
   }
   CHECK(threw, "a broadcast after the failure did not raise");
+  // stay a while before exiting: a survivor that exits while another is
+  // still inside the collective would be a second failed rank there
+  t0 = std::chrono::steady_clock::now();
+  while (since(t0) < 2) {
+    try {
+      lci::progress();
+    } catch (const lci::peer_failure_error&) {
+    }
+    usleep(1000);
+  }
   lci::g_runtime_fina();
   std::printf("coll_failure: rank %d: failures=%d\n", me,
               mp::g_failures.load());

@@ -1,0 +1,572 @@
+// coll_t and the completion of the point-to-point collectives; see
+// coll_graph.hpp.
+#include "coll/coll_graph.hpp"
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "util/error.hpp"
+
+namespace lci::coll
+{
+namespace
+{
+
+// polls of the node-local team before a blocking call also drives progress
+constexpr unsigned kAlonePolls = 128;
+
+struct copy_node_t {
+  const void* src;
+  void* dst;
+  size_t size;
+  static status_t run(void* v)
+  {
+    auto* c = static_cast<copy_node_t*>(v);
+    if (c->size && c->src != c->dst) std::memmove(c->dst, c->src, c->size);
+    return status_t(errorcode_t::done);
+  }
+};
+
+// dst = srcs[0] op srcs[1] op ... (in this order). The operator may write
+// dst while it reads its left or right operand at the same index, so dst
+// may be srcs[0] or srcs[1]; when it overlaps any other source (an
+// in-place caller's block, say), `tmp` (allocated by coll_t::reduce) holds
+// the result until every source has been read.
+struct reduce_node_t {
+  reduce_op_t op;
+  void* dst;
+  size_t count;
+  size_t bytes;
+  std::vector<const void*> srcs;
+  void* tmp;
+  static status_t run(void* v)
+  {
+    auto* r = static_cast<reduce_node_t*>(v);
+    if (r->count == 0) return status_t(errorcode_t::done);
+    if (r->srcs.size() == 1) {
+      if (r->srcs[0] != r->dst) std::memmove(r->dst, r->srcs[0], r->bytes);
+      return status_t(errorcode_t::done);
+    }
+    void* out = r->tmp ? r->tmp : r->dst;
+    r->op(r->srcs[0], r->srcs[1], out, r->count);
+    for (size_t i = 2; i < r->srcs.size(); ++i)
+      r->op(out, r->srcs[i], out, r->count);
+    if (r->tmp) std::memcpy(r->dst, r->tmp, r->bytes);
+    return status_t(errorcode_t::done);
+  }
+};
+
+template <typename T>
+void delete_value(void* v)
+{
+  delete static_cast<T*>(v);
+}
+
+// Scratch buffers of 64 KiB and more are kept for the next collectives, by
+// power-of-two size class, up to kCacheBytes in all: a fresh buffer comes
+// from the heap top or mmap, and the network's copy into it then takes a
+// page fault per page.
+class scratch_cache_t
+{
+ public:
+  static constexpr size_t kMinCached = size_t(64) << 10;
+  static constexpr size_t kCacheBytes = size_t(64) << 20;
+
+  static scratch_cache_t& get()
+  {
+    static scratch_cache_t* cache = new scratch_cache_t();  // never freed:
+    return *cache;  // collectives may complete during static destruction
+  }
+  // a buffer of at least `size` bytes and its capacity
+  char* take(size_t size, size_t* capacity)
+  {
+    if (size < kMinCached) {
+      *capacity = size;
+      return new char[std::max<size_t>(size, 1)];
+    }
+    int cls = size_class(size);
+    *capacity = size_t(1) << cls;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::vector<char*>& list = free_[cls];
+      if (!list.empty()) {
+        char* p = list.back();
+        list.pop_back();
+        cached_ -= *capacity;
+        return p;
+      }
+    }
+    return new char[*capacity];
+  }
+  void give(char* p, size_t capacity)
+  {
+    if (capacity >= kMinCached) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cached_ + capacity <= kCacheBytes) {
+        free_[size_class(capacity)].push_back(p);
+        cached_ += capacity;
+        return;
+      }
+    }
+    delete[] p;
+  }
+
+ private:
+  static int size_class(size_t size)
+  {
+    int cls = 0;
+    while ((size_t(1) << cls) < size) ++cls;
+    return cls;
+  }
+  std::mutex mu_;
+  std::vector<char*> free_[64];
+  size_t cached_ = 0;
+};
+
+}  // namespace
+
+// What a collective owns besides its graph's nodes: scratch buffers, and
+// the first error its steps found.
+struct state_t {
+  std::vector<std::pair<char*, size_t>> scratch;  // buffer, capacity
+  std::mutex mu;
+  std::string error;
+  // when `error` is a failed peer: its status (errorcode, rank)
+  status_t failed{errorcode_t::done};
+  // set with `failed`: the collective posts nothing more
+  std::atomic<bool> stopped{false};
+  ~state_t()
+  {
+    for (auto& b : scratch) scratch_cache_t::get().give(b.first, b.second);
+  }
+};
+
+namespace
+{
+
+void record_error(state_t* state, const std::string& error,
+                  const status_t* failed = nullptr)
+{
+  std::lock_guard<std::mutex> lock(state->mu);
+  if (!state->error.empty()) return;
+  state->error = error;
+  if (failed) {
+    state->failed = *failed;
+    state->stopped.store(true, std::memory_order_release);
+  }
+}
+
+// A step of a collective that ended with a failed peer: the first such
+// error, naming the collective, the step, its peer and the failed rank.
+void record_failure(state_t* state, const char* what, int peer, tag_t tag,
+                    status_t status)
+{
+  std::ostringstream os;
+  os << "lci::" << kind_name(tag_kind(tag)) << ": the " << what << " rank "
+     << peer << " in step " << tag_step(tag);
+  if (status.rank != peer) os << " was withdrawn: rank " << status.rank;
+  os << " failed: " << status.error.get_str();
+  record_error(state, os.str(), &status);
+}
+
+// A post of a collective as a graph node. Once the collective knows of a
+// failed rank (a step of its own failed, or the runtime knows one: every
+// rank takes part in every collective), its later posts complete at once
+// without posting: a rank never forwards data that lacks a failed rank's
+// part, and never waits for a peer that will not send either.
+template <typename Op>
+struct step_node_t {
+  Op op;
+  state_t* state;
+  const char* what;
+  status_t operator()()
+  {
+    if (!state->stopped.load(std::memory_order_acquire)) {
+      int failed = first_failed_rank(op.runtime_);
+      if (failed < 0) {
+        try {
+          return op();
+        } catch (const peer_failure_error& e) {
+          // the peer was found failed between the check and the post
+          failed = e.failed_rank();
+        }
+      }
+      status_t s(errorcode_t::fatal_peer_failure);
+      s.rank = failed;
+      record_failure(state, what, op.rank_, op.tag_, s);
+    }
+    return status_t(errorcode_t::done);
+  }
+  void user_context(void* v) { op.user_context(v); }
+};
+using send_node_t = step_node_t<post_send_x>;
+using recv_node_t = step_node_t<post_recv_x>;
+
+// A receive of a collective that failed, or got fewer bytes than
+// expected: recorded, and raised once the collective completed (its graph
+// can then be freed).
+void check_recv(status_t status, void* src_value, void* dst_value)
+{
+  auto* node = static_cast<recv_node_t*>(src_value);
+  auto* state = static_cast<state_t*>(dst_value);
+  const post_recv_x& op = node->op;
+  if (status.error.is_fatal()) {
+    // the sweep of a failed peer names it; other failures name the source
+    if (status.error.errorcode != errorcode_t::fatal_peer_failure ||
+        status.rank < 0)
+      status.rank = op.rank_;
+    record_failure(state, "receive from", op.rank_, op.tag_, status);
+    return;
+  }
+  // a receive that was not posted (the collective had stopped) has its
+  // error recorded already
+  if (status.size == op.size_ || state->stopped.load(std::memory_order_acquire))
+    return;
+  std::ostringstream os;
+  os << "lci::" << kind_name(tag_kind(op.tag_)) << ": rank " << status.rank
+     << " sent " << status.size << " bytes in step " << tag_step(op.tag_)
+     << " where " << op.size_
+     << " were expected (do all ranks pass the same sizes, counts and "
+        "root?)";
+  record_error(state, os.str());
+}
+
+// A send of a collective that failed: recorded the same way.
+void check_send(status_t status, void* src_value, void* dst_value)
+{
+  if (!status.error.is_fatal()) return;
+  const post_send_x& op = static_cast<send_node_t*>(src_value)->op;
+  status.rank = op.rank_;
+  record_failure(static_cast<state_t*>(dst_value), "send to", op.rank_, op.tag_,
+                 status);
+}
+
+// What a blocking caller waits for (shared: a caller that left on an
+// exception does not own it alone).
+struct wait_t {
+  std::atomic<bool> done{false};
+  std::string error;
+  status_t failed{errorcode_t::done};
+};
+
+}  // namespace
+
+// Completion of a collective's graph: frees the graph (and with it the
+// collective's buffers and node values), then signals the caller's
+// completion object, or wakes the blocking caller. An error goes to the
+// blocking caller. A nonblocking collective whose step failed (a failed
+// peer) signals its completion object with that step's status (error, rank);
+// one whose receive got the wrong size raises it here, from the progress
+// call that completed the collective, and does not signal.
+struct finisher_t final : comp_impl_t {
+  comp_t graph;
+  state_t* state = nullptr;
+  comp_t comp;
+  status_t status;
+  std::shared_ptr<wait_t> wait;
+  void signal(status_t) override
+  {
+    std::string error = std::move(state->error);
+    status_t failed = state->failed;
+    comp_t g = graph;
+    free_comp(&g);
+    comp_t c = comp;
+    status_t s = status;
+    std::shared_ptr<wait_t> w = std::move(wait);
+    delete this;
+    if (w) {
+      w->error = std::move(error);
+      w->failed = failed;
+      w->done.store(true, std::memory_order_release);
+    } else if (failed.error.is_fatal()) {
+      s.error = failed.error;
+      s.rank = failed.rank;
+      c.p_impl->signal(s);
+    } else if (!error.empty()) {
+      throw fatal_error(error);
+    } else {
+      c.p_impl->signal(s);
+    }
+  }
+};
+
+namespace
+{
+
+// A node-local collective that a blocking caller waits for.
+struct shm_wait_op_t final : shm_op_t {
+  std::atomic<bool> done{false};
+  shm_result_t result;
+  void finish(const shm_result_t& r) override
+  {
+    result = r;
+    done.store(true, std::memory_order_release);
+  }
+};
+
+// A nonblocking node-local collective: signals the caller's completion
+// object as a graph's finisher does (a failed peer: the error and its rank
+// in the status; ranks that disagree on the arguments: raised from the
+// progress call that ended it, not signalled).
+struct shm_signal_op_t final : shm_op_t {
+  comp_t comp;
+  status_t status;
+  void finish(const shm_result_t& r) override
+  {
+    status_t s = status;
+    if (r.errorcode == errorcode_t::fatal_peer_failure) {
+      s.error = error_t(r.errorcode);
+      s.rank = r.rank;
+    } else if (r.errorcode != errorcode_t::done) {
+      throw fatal_error(r.error);
+    }
+    comp.p_impl->signal(s);
+  }
+};
+
+}  // namespace
+
+void coll_t::destroy()
+{
+  free_comp(&graph_);
+  delete fin_;
+}
+
+char* coll_t::scratch(size_t size)
+{
+  graph();
+  size_t capacity;
+  char* p = scratch_cache_t::get().take(size, &capacity);
+  try {
+    state_->scratch.emplace_back(p, capacity);
+  } catch (...) {
+    delete[] p;
+    throw;
+  }
+  return p;
+}
+
+graph_node_t coll_t::send(int peer, const void* buf, size_t size, uint64_t step)
+{
+  comp_t g = graph();
+  graph_node_t n = graph_add_node_op(
+      g,
+      send_node_t{post_send_x(peer, const_cast<void*>(buf), size, tag(step), g)
+                      .runtime(call_.runtime)
+                      .device(call_.device)
+                      .matching_engine(call_.engine)
+                      .allow_retry(false),
+                  state_, "send to"});
+  graph_add_edge_x(g, n, state_node_).fn (&check_send)();
+  return n;
+}
+
+graph_node_t coll_t::recv(int peer, void* buf, size_t size, uint64_t step)
+{
+  comp_t g = graph();
+  graph_node_t n = graph_add_node_op(
+      g, recv_node_t{post_recv_x(peer, buf, size, tag(step), g)
+                         .runtime(call_.runtime)
+                         .device(call_.device)
+                         .matching_engine(call_.engine)
+                         .allow_retry(false),
+                     state_, "receive from"});
+  graph_add_edge_x(g, n, state_node_).fn (&check_recv)();
+  return n;
+}
+
+graph_node_t coll_t::copy(const void* src, void* dst, size_t size)
+{
+  return graph_add_node_x(graph(), &copy_node_t::run)
+      .value(new copy_node_t{src, dst, size})
+      .free_cb(&delete_value<copy_node_t>)();
+}
+
+graph_node_t coll_t::reduce(reduce_op_t op, void* dst, size_t count,
+                            size_t bytes, std::vector<const void*> srcs)
+{
+  // the operator may alias dst with an operand only at the same address
+  // (see reduce_node_t); any other overlap reduces into scratch first
+  bool aliased = false;
+  for (size_t i = 0; i < srcs.size(); ++i)
+    if (overlaps(dst, bytes, srcs[i], bytes) && (i > 1 || srcs[i] != dst))
+      aliased = true;
+  void* tmp = aliased && srcs.size() > 1 ? scratch(bytes) : nullptr;
+  return graph_add_node_x(graph(), &reduce_node_t::run)
+      .value(new reduce_node_t{op, dst, count, bytes, std::move(srcs), tmp})
+      .free_cb(&delete_value<reduce_node_t>)();
+}
+
+const void* coll_t::snapshot(const void* buf, size_t size, graph_node_t* node)
+{
+  char* copy = scratch(size);
+  *node = this->copy(buf, copy, size);
+  return copy;
+}
+
+void coll_t::make_graph()
+{
+  fin_ = new finisher_t();
+  graph_ = alloc_graph_x().comp(comp_t(fin_)).runtime(call_.runtime)();
+  fin_->graph = graph_;
+  state_ = new state_t();
+  fin_->state = state_;
+  // completes after every send and receive (their edges check the
+  // statuses and the received sizes)
+  state_node_ = graph_add_node_x(graph_, nullptr)
+                    .value(state_)
+                    .free_cb(&delete_value<state_t>)();
+}
+
+void coll_t::run_team(const shm_request_t& req, const status_t& status)
+{
+  shm_team_t* team = call_.team;
+  if (!comp_.is_empty()) {
+    auto op = std::make_shared<shm_signal_op_t>();
+    op->comp = comp_;
+    op->status = status;
+    team->start(op, req);
+    team->poll();  // rounds that need no peer go at once
+    return;
+  }
+  auto op = std::make_shared<shm_wait_op_t>();
+  team->start(op, req);
+  // poll the team alone for a short while (a running peer arrives soon,
+  // and a progress call in between only delays seeing it), then also every
+  // other poll the device (point-to-point traffic, peer checks, yielding
+  // the core when idle); an error raised meanwhile is kept until the
+  // collective ended, which must not touch the caller's buffers after it
+  // returned
+  std::exception_ptr raised;
+  for (unsigned spins = 1; !op->done.load(std::memory_order_acquire); ++spins) {
+    try {
+      if (team->poll() || spins < kAlonePolls || (spins & 1) != 0) continue;
+      progress_x().runtime(call_.runtime).device(call_.device)();
+    } catch (...) {
+      if (!raised) raised = std::current_exception();
+    }
+  }
+  const shm_result_t& r = op->result;
+  if (r.errorcode == errorcode_t::fatal_peer_failure)
+    throw peer_failure_error(r.error, r.rank);
+  if (r.errorcode != errorcode_t::done) throw fatal_error(r.error);
+  if (raised) std::rethrow_exception(raised);
+}
+
+void coll_t::run(void* buffer, size_t size)
+{
+  comp_t g = graph();
+  fin_->comp = comp_;
+  fin_->status = status_t(errorcode_t::done);
+  fin_->status.rank = rank;
+  fin_->status.buffer = buffer;
+  fin_->status.size = size;
+  fin_->status.user_context = user_context_;
+  std::shared_ptr<wait_t> wait;
+  if (comp_.is_empty()) {
+    wait = std::make_shared<wait_t>();
+    fin_->wait = wait;
+  }
+  // from here on the finisher owns the graph
+  graph_ = comp_t();
+  graph_start(g);
+  if (!wait) return;
+  // progress until done, yielding when idle (util/idle.hpp)
+  while (!wait->done.load(std::memory_order_acquire))
+    progress_x().runtime(call_.runtime).device(call_.device)();
+  if (wait->failed.error.errorcode == errorcode_t::fatal_peer_failure)
+    throw peer_failure_error(wait->error, wait->failed.rank);
+  if (!wait->error.empty()) throw fatal_error(wait->error);
+}
+
+// ---- building blocks ------------------------------------------------------
+
+graph_node_t reduce_tree(coll_t& c, const void* sendbuf, void* acc,
+                         size_t count, size_t bytes, reduce_op_t op, int root,
+                         graph_node_t after)
+{
+  int n = c.nranks, r = mod(c.rank - root, n);
+  graph_node_t prev = c.copy(sendbuf, acc, bytes);
+  c.edge(after, prev);
+  uint64_t k = 0;
+  for (int mask = 1; mask < n; mask <<= 1, ++k) {
+    if (r & mask) {
+      graph_node_t s = c.send(mod(r - mask + root, n), acc, bytes, k);
+      c.edge(prev, s);
+      return s;
+    }
+    if (r + mask >= n) continue;
+    char* tmp = c.scratch(bytes);
+    graph_node_t got = c.recv(mod(r + mask + root, n), tmp, bytes, k);
+    c.edge(after, got);
+    graph_node_t red = c.reduce(op, acc, count, bytes, {acc, tmp});
+    c.edge(prev, red);
+    c.edge(got, red);
+    prev = red;
+  }
+  return prev;
+}
+
+// At step s a rank sends block (rank - s + shift) to its right neighbour
+// and adds the block (rank - s - 1 + shift) coming from its left. Returns
+// the node that completes when every send and reduction of the phase did.
+graph_node_t ring_reduce_scatter(coll_t& c, char* acc, size_t count,
+                                 size_t item_size, reduce_op_t op, int shift,
+                                 uint64_t base, graph_node_t after)
+{
+  int me = c.rank, n = c.nranks;
+  int right = mod(me + 1, n), left = mod(me - 1, n);
+  size_t max_block = block_of(count, n, 0).len * item_size;
+  char* tmp = c.scratch(max_block * (n - 1));
+  graph_node_t prev = after, done = c.join();
+  c.edge(after, done);
+  for (int s = 0; s < n - 1; ++s) {
+    block_t sb = block_of(count, n, mod(me - s + shift, n));
+    block_t rb = block_of(count, n, mod(me - s - 1 + shift, n));
+    graph_node_t snd =
+        c.send(right, acc + sb.off * item_size, sb.len * item_size, base + s);
+    c.edge(prev, snd);
+    c.edge(snd, done);
+    char* t = tmp + s * max_block;
+    graph_node_t got = c.recv(left, t, rb.len * item_size, base + s);
+    c.edge(after, got);
+    char* dst = acc + rb.off * item_size;
+    graph_node_t red = c.reduce(op, dst, rb.len, rb.len * item_size, {dst, t});
+    c.edge(prev, red);
+    c.edge(got, red);
+    c.edge(red, done);
+    prev = red;
+  }
+  return done;
+}
+
+graph_node_t ring_allgather(coll_t& c, char* buf, size_t count,
+                            size_t item_size, int shift, uint64_t base,
+                            graph_node_t after)
+{
+  int me = c.rank, n = c.nranks;
+  int right = mod(me + 1, n), left = mod(me - 1, n);
+  graph_node_t prev = after, done = c.join();
+  c.edge(after, done);
+  for (int t = 0; t < n - 1; ++t) {
+    block_t sb = block_of(count, n, mod(me + shift - t, n));
+    block_t rb = block_of(count, n, mod(me + shift - t - 1, n));
+    graph_node_t snd =
+        c.send(right, buf + sb.off * item_size, sb.len * item_size, base + t);
+    c.edge(prev, snd);
+    c.edge(snd, done);
+    graph_node_t got =
+        c.recv(left, buf + rb.off * item_size, rb.len * item_size, base + t);
+    c.edge(after, got);
+    c.edge(got, done);
+    prev = got;
+  }
+  return done;
+}
+
+}  // namespace lci::coll

@@ -1,0 +1,80 @@
+// What the collectives (src/coll) take from the core besides the public
+// API: this header is the whole of it. The collectives build their
+// point-to-point algorithms from public posts, graphs and progress calls;
+// what a user could not do is listed here, so that no collective reads a
+// runtime, device or matching-engine field.
+//
+//   begin_call  resolves and checks a collective's runtime, device and
+//               matching engine once per call, and hands out what the
+//               public API does not: the runtime's collective engine (the
+//               default), the collective's sequence number on its engine,
+//               and the node-local team that serves that engine.
+//   first_failed_rank
+//               a failed rank of the runtime, if any: every rank takes part
+//               in every collective, so a collective that learns of one
+//               posts nothing more.
+//   coll_tag    the tag layout of collective messages, which the core's
+//               peer-failure sweep also reads (a collective whose peer
+//               failed must fail on every rank, including ranks that were
+//               waiting for a live rank that depended on the failed one).
+#ifndef LCI_CORE_COLL_SUPPORT_HPP
+#define LCI_CORE_COLL_SUPPORT_HPP
+
+#include <cstdint>
+
+#include "lci.hpp"
+
+namespace lci::coll
+{
+class shm_team_t;
+
+// A collective call's resources, resolved once.
+struct call_t {
+  runtime_t runtime;
+  device_t device;
+  matching_engine_t engine;
+  int rank = 0;
+  int nranks = 1;
+  // the node-local team (coll/shm_team.hpp) when `engine` is the runtime's
+  // collective engine and the runtime has one, else null (collectives of
+  // other engines may run concurrently with the team's)
+  shm_team_t* team = nullptr;
+  // this collective's number among those started on `engine` (wraps at
+  // 2^kSeqBits)
+  uint64_t seq = 0;
+};
+
+// Throws fatal_error naming `call` when there is no runtime or device
+// (the runtime has no default device and none was passed), or when the
+// engine is not live or belongs to another runtime. An empty `engine`
+// means the runtime's collective engine.
+call_t begin_call(const char* call, runtime_t runtime, device_t device,
+                  matching_engine_t engine);
+
+// The lowest rank of `runtime` known failed (docs/RELIABILITY.md, "Peer
+// failure"), or -1 (one load when none is).
+int first_failed_rank(runtime_t runtime);
+
+// A collective message's tag: seq << 24 | kind << 20 | step. `seq` keeps
+// successive collectives of one engine apart, `kind` (1..7, the shm_kind_t
+// of coll/shm_team.hpp) collectives that ranks call out of order, `step`
+// the messages between two ranks within one collective.
+constexpr int kStepBits = 20;
+constexpr int kKindBits = 4;
+constexpr int kSeqBits = 64 - kStepBits - kKindBits;
+constexpr uint64_t kStepMask = (uint64_t(1) << kStepBits) - 1;
+constexpr uint64_t kKindMask = (uint64_t(1) << kKindBits) - 1;
+
+constexpr tag_t coll_tag(uint64_t seq, uint64_t kind, uint64_t step)
+{
+  return (seq << (kStepBits + kKindBits)) | (kind << kStepBits) | step;
+}
+constexpr uint64_t tag_kind(tag_t tag)
+{
+  return (tag >> kStepBits) & kKindMask;
+}
+constexpr uint64_t tag_step(tag_t tag) { return tag & kStepMask; }
+
+}  // namespace lci::coll
+
+#endif  // LCI_CORE_COLL_SUPPORT_HPP
