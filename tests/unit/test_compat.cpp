@@ -13,6 +13,19 @@ using lci_test::fatal_message;
 using lci_test::LciTest;
 using ::testing::HasSubstr;
 
+// A send to self and its receive, both posted to `cq`: the send's status
+// `st` (done, or its completion comes through `cq`) and the receive's
+// completion.
+void expect_both_done(lci::status_t st, lci::comp_t cq, lci::device_t dev)
+{
+  int done = st.is_done() ? 1 : 0;
+  while (done < 2) {
+    lci::status_t s = lci_test::pop_wait(cq, dev);
+    ASSERT_TRUE(s.is_done()) << s.error.get_str();
+    ++done;
+  }
+}
+
 // A registration of 0 bytes is valid (upstream's tests register buffers of
 // every size from 0): a live handle whose rmr is not empty, puts and gets of
 // 0 bytes with it (with and without signal), and its deregistration. On
@@ -594,12 +607,7 @@ TEST_F(LciTest, NetContextsAndEndpoints)
   lci::status_t st = lci_test::post_retry(
       [&] { return lci::post_send_x(0, &out, 8, 3, cq).endpoint(ep)(); }, dev);
   ASSERT_FALSE(st.is_retry());
-  int done = st.is_done() ? 1 : 0;
-  while (done < 2) {
-    lci::status_t s = lci_test::pop_wait(cq, dev);
-    ASSERT_TRUE(s.is_done()) << s.error.get_str();
-    ++done;
-  }
+  expect_both_done(st, cq, dev);
   EXPECT_EQ(in, out);
   std::string msg = fatal_message([&] {
     lci::post_send_x(0, &out, 8, 3, cq)
@@ -652,12 +660,7 @@ TEST_F(LciTest, PacketPoolRegistration)
   lci::status_t st = lci_test::post_retry(
       [&] { return lci::post_send_x(0, up, 11, 5, cq).device(dev)(); }, dev);
   ASSERT_FALSE(st.is_retry());
-  int done = st.is_done() ? 1 : 0;
-  while (done < 2) {
-    lci::status_t s = lci_test::pop_wait(cq, dev);
-    ASSERT_TRUE(s.is_done()) << s.error.get_str();
-    ++done;
-  }
+  expect_both_done(st, cq, dev);
   EXPECT_STREQ(in, "registered");
 
   lci::deregister_packet_pool(pool, dev);
