@@ -100,7 +100,8 @@ wait_file() {
 # $2: sets `left` to the number of rank 0's files left in /dev/shm once the
 # launcher has returned; returns 2 when this try cannot tell (rank 1 gave
 # up and removed its segment before rank 0 opened it: rank 0 then fails
-# too, a race of the test, not of the library).
+# too, and rank 1 may wait for rank 0's segment until its own time-out; a
+# race of the test, not of the library).
 stuck_try() {
   l=$1 t=$2
   left=0
@@ -114,7 +115,18 @@ stuck_try() {
   job=$!
   bg_pids="$bg_pids $job"
   if ! wait_file "$dir/done$t" || ! wait_file "$dir/pid$t.0"; then
+    if grep -q "cannot open rank 1's shared-memory segment" "$dir/out.$t"; then
+      # the same race the other way round: rank 0 gave up first, and rank
+      # 1 waits for rank 0's segment, which will not come
+      for f in "$dir/pid$t".*; do
+        [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
+      done
+      kill -9 "$job"
+      wait "$job"
+      return 2
+    fi
     fail "$l: rank 1 did not finish, or rank 0 did not start"
+    cat "$dir/out.$t"
     kill -9 "$job"
     wait "$job"
     return 1
