@@ -74,8 +74,10 @@ d=$(dirname "$0")
 rank=${PMI_RANK:-${PMI_ID:-x}}
 echo $$ > "$d/pid$tag.$rank"
 if [ "$rank" = 1 ] && [ "$who" = nobody ]; then
-  setpriv --reuid="$NOBODY_UID" --regid="$NOBODY_UID" --clear-groups -- \
-    "$@" &
+  # at the lowest priority, so that rank 0 tends to open this rank's
+  # segment before this rank is refused and removes it (stuck_try)
+  nice -n 19 setpriv --reuid="$NOBODY_UID" --regid="$NOBODY_UID" \
+    --clear-groups -- "$@" &
   echo $! > "$d/pid$tag.1n"
   wait $!
   echo $? > "$d/done$tag"
@@ -169,11 +171,11 @@ stuck_try() {
   return 0
 }
 
-# stuck_try until it can tell (5 tries, tags $2 0, $2 1, ...; `used`: the
+# stuck_try until it can tell (12 tries, tags $2 0, $2 1, ...; `used`: the
 # last one)
 stuck_job() {
   k=0
-  while [ $k -lt 5 ]; do
+  while [ $k -lt 12 ]; do
     used=$2$k
     stuck_try "$1" "$used"
     r=$?
@@ -181,7 +183,7 @@ stuck_job() {
     echo "$1: rank 1 removed its segment before rank 0 opened it: again"
     k=$((k + 1))
   done
-  fail "$1: 5 tries, rank 0 never got to wait"
+  fail "$1: 12 tries, rank 0 never got to wait"
   return 1
 }
 
