@@ -126,7 +126,7 @@ class tcp_backend_t final : public backend_t
       recv_all(fds_[0], o, size * size_, deadline, 0);
       return;
     }
-    std::memmove(o, in, size);
+    if (size) std::memmove(o, in, size);  // (an empty allgather may pass null)
     for (int r = 1; r < size_; ++r) {
       std::uint64_t len = 0;
       recv_all(fds_[r], &len, sizeof(len), deadline, r);
