@@ -8,6 +8,11 @@
 #     send/recv) of the library built in each BUILD, in the order given
 #     (rows labelled lci_LABEL); the MPI twins (Open MPI, MPICH, built in
 #     the first BUILD) at the send/recv sizes; the probe again.
+#   benchmarks/shm_rma_rotations.sh small ROUNDS OUT.csv LABEL=BUILD...
+#     each rotation: the probe; per BUILD in the order given, ping-pong
+#     latency of active messages and send/recv from 8 B to 8 KiB, and the
+#     8-byte stream of both with a window of 64 (MB/s); the MPI twins (Open
+#     MPI, MPICH) of the send/recv ones; the probe again.
 #   benchmarks/shm_rma_rotations.sh threshold BUILD ROUNDS OUT.csv
 #     each rotation: the probe; with LCI_ATTR_SHM_CMA_THRESHOLD=0 (CMA at
 #     every size) then 1 GiB (the rings at every size), put latency and
@@ -60,6 +65,40 @@ case "$mode" in
       echo "rotation $i: probes $s1 $s2 ns" >&2
     done
     ;;
+  small)
+    n=$2 out=$3
+    shift 3
+    first=${1#*=}
+    sizes=8,64,512,4K,8K
+    echo "rotation,probe_before_ns,probe_after_ns,library,op,size,median" >"$out"
+    ompi="timeout 120 tools/lo-netns mpirun.openmpi --allow-run-as-root \
+--oversubscribe --bind-to none --mca btl self,vader --mca pml ob1 -n 2"
+    mpich="timeout 120 tools/lo-netns mpiexec.hydra -launcher fork -n 2"
+    for i in $(seq "$n"); do
+      s1=$(probe)
+      rows=()
+      for lb in "$@"; do
+        lib=${lb%%=*} b=${lb#*=}
+        for op in am sendrecv; do
+          while read -r l; do rows+=("lci_$lib,${op}_us,$l"); done < <(
+            lci "$b" lci_latency --op $op --sizes $sizes)
+          while read -r l; do rows+=("lci_$lib,${op}_w64_MBs,$l"); done < <(
+            lci "$b" lci_bandwidth --op $op --window 64 --sizes 8)
+        done
+      done
+      for m in openmpi mpich; do
+        if [ $m = openmpi ]; then run=$ompi; else run="env UCX_TLS=self,sm $mpich"; fi
+        while read -r l; do rows+=("$m,sendrecv_us,$l"); done < <(
+          $run "$first/benchmarks/mpi/mpi_latency_$m" --sizes $sizes 2>&1 | val)
+        while read -r l; do rows+=("$m,sendrecv_w64_MBs,$l"); done < <(
+          $run "$first/benchmarks/mpi/mpi_bandwidth_$m" --window 64 --sizes 8 \
+            2>&1 | val)
+      done
+      s2=$(probe)
+      for x in "${rows[@]}"; do echo "$i,$s1,$s2,$x" >>"$out"; done
+      echo "rotation $i: probes $s1 $s2 ns" >&2
+    done
+    ;;
   threshold)
     b=$2 n=$3 out=$4
     echo "round,probe_ns,mode,op,size,value" >"$out"
@@ -78,7 +117,7 @@ case "$mode" in
     done
     ;;
   *)
-    sed -n '2,17p' "$0"
+    sed -n '2,22p' "$0"
     exit 2
     ;;
 esac
