@@ -34,6 +34,11 @@ lci() {  # lci BUILD PROGRAM ARGS...
     "$b/benchmarks/$prog" "$@" 2>&1 | val
 }
 
+# the MPI twins' launchers (loopback only)
+ompi="timeout 120 tools/lo-netns mpirun.openmpi --allow-run-as-root \
+--oversubscribe --bind-to none --mca btl self,vader --mca pml ob1 -n 2"
+mpich="timeout 120 tools/lo-netns mpiexec.hydra -launcher fork -n 2"
+
 mode=${1:-}
 case "$mode" in
   libs)
@@ -41,9 +46,6 @@ case "$mode" in
     shift 3
     first=${1#*=}
     echo "rotation,probe_before_ns,probe_after_ns,library,op,size,median_us" >"$out"
-    ompi="timeout 120 tools/lo-netns mpirun.openmpi --allow-run-as-root \
---oversubscribe --bind-to none --mca btl self,vader --mca pml ob1 -n 2"
-    mpich="timeout 120 tools/lo-netns mpiexec.hydra -launcher fork -n 2"
     for i in $(seq "$n"); do
       s1=$(probe)
       rows=()
@@ -71,9 +73,6 @@ case "$mode" in
     first=${1#*=}
     sizes=8,64,512,4K,8K
     echo "rotation,probe_before_ns,probe_after_ns,library,op,size,median" >"$out"
-    ompi="timeout 120 tools/lo-netns mpirun.openmpi --allow-run-as-root \
---oversubscribe --bind-to none --mca btl self,vader --mca pml ob1 -n 2"
-    mpich="timeout 120 tools/lo-netns mpiexec.hydra -launcher fork -n 2"
     for i in $(seq "$n"); do
       s1=$(probe)
       rows=()
