@@ -151,6 +151,9 @@ RUNS = {
     "lean": (SHM, "efd717c, 2026-11-25",
              "native_shm_lean_progress.rotations.csv",
              "Native shm backend with the shorter progress call"),
+    "netif": (SHM, "8395268, 2026-11-26",
+              "native_shm_netif_2026-11-26.rotations.csv",
+              "The backend interface against MPI"),
     "rma": (SHM, "b6ce070, 2026-11-25",
             "native_shm_small_rma_bandwidth.results.csv",
             "Native shm RMA: small transfers"),
@@ -170,19 +173,26 @@ KIB, MIB = 1 << 10, 1 << 20
 
 # (run, measure, unit, lower is better, digits, figure(raw file))
 ROWS = [
-    ("lean", "8 B ping-pong, active message, half round trip", "us", True, 3,
-     lambda f: rotations(f, "pingpong8", "lci_am", ["openmpi", "mpich"],
-                         True)),
-    ("lean", "8 B ping-pong, send/recv", "us", True, 3,
-     lambda f: rotations(f, "pingpong8", "lci_sendrecv",
-                         ["openmpi", "mpich"], True)),
+    ("netif", "8 B ping-pong, active message, half round trip", "us", True,
+     3, lambda f: rotations(f, "pingpong8", "lci_new_am", MPIS, True)),
+    ("netif", "8 B ping-pong, send/recv", "us", True, 3,
+     lambda f: rotations(f, "pingpong8", "lci_new_sendrecv", MPIS, True)),
     ("lean", "8 B ping-pong, active message, against UCX "
      "`ucx_perftest -t tag_lat`", "us", True, 3,
      lambda f: rotations(f, "pingpong8", "lci_am", ["ucx"], True)),
-    ("lean", "8 B message rate, active-message stream, window 64 "
+    ("netif", "8 B message rate, active-message stream, window 64 "
      "(MPI: send/recv)", "M msgs/s", False, 1,
-     lambda f: rotations(f, "stream8_w64", "lci_am", ["openmpi", "mpich"],
-                         False, scale=1 / 8)),
+     lambda f: rotations(f, "stream8_w64", "lci_new_am", MPIS, False,
+                         scale=1 / 8)),
+    ("netif", "8 B message rate, send/recv stream, window 64", "M msgs/s",
+     False, 1,
+     lambda f: rotations(f, "stream8_w64", "lci_new_sendrecv", MPIS, False,
+                         scale=1 / 8)),
+] + [
+    ("netif", "%s ping-pong, send/recv (eager)" % label, "us", True, 3,
+     lambda f, size=size: rotations(f, "pingpong%d" % size,
+                                    "lci_new_sendrecv", MPIS, True))
+    for label, size in (("512 B", 512), ("4 KiB", 4 * KIB), ("8 KiB", 8 * KIB))
 ] + [
     ("rma", "bandwidth send/recv, %s, window 64" % label, "GB/s", False, 2,
      lambda f, size=size: results(f, "bandwidth", size, MPIS + ["fi"], False,

@@ -72,26 +72,38 @@ case "$mode" in
     shift 3
     first=${1#*=}
     sizes=8,64,512,4K,8K
-    echo "rotation,probe_before_ns,probe_after_ns,library,op,size,median" >"$out"
+    # as_rows lat|bw LIBRARY: "size,median" lines as rows of the rotations
+    # format that benchmarks/headline.py reads
+    as_rows() {
+      if [ "$1" = lat ]; then
+        awk -F, -v l="$2" '{ print "pingpong" $1 "," l "," $2 ",us" }'
+      else
+        awk -F, -v l="$2" '{ print "stream" $1 "_w64," l "," $2 ",MB/s" }'
+      fi
+    }
+    echo "rotation,probe_before_ns,probe_after_ns,measure,library,value,unit" >"$out"
     for i in $(seq "$n"); do
       s1=$(probe)
       rows=()
       for lb in "$@"; do
         lib=${lb%%=*} b=${lb#*=}
         for op in am sendrecv; do
-          while read -r l; do rows+=("lci_$lib,${op}_us,$l"); done < <(
-            lci "$b" lci_latency --op $op --sizes $sizes)
-          while read -r l; do rows+=("lci_$lib,${op}_w64_MBs,$l"); done < <(
-            lci "$b" lci_bandwidth --op $op --window 64 --sizes 8)
+          while read -r l; do rows+=("$l"); done < <(
+            lci "$b" lci_latency --op $op --sizes $sizes |
+              as_rows lat "lci_${lib}_$op")
+          while read -r l; do rows+=("$l"); done < <(
+            lci "$b" lci_bandwidth --op $op --window 64 --sizes 8 |
+              as_rows bw "lci_${lib}_$op")
         done
       done
       for m in openmpi mpich; do
         if [ $m = openmpi ]; then run=$ompi; else run="env UCX_TLS=self,sm $mpich"; fi
-        while read -r l; do rows+=("$m,sendrecv_us,$l"); done < <(
-          $run "$first/benchmarks/mpi/mpi_latency_$m" --sizes $sizes 2>&1 | val)
-        while read -r l; do rows+=("$m,sendrecv_w64_MBs,$l"); done < <(
+        while read -r l; do rows+=("$l"); done < <(
+          $run "$first/benchmarks/mpi/mpi_latency_$m" --sizes $sizes 2>&1 |
+            val | as_rows lat $m)
+        while read -r l; do rows+=("$l"); done < <(
           $run "$first/benchmarks/mpi/mpi_bandwidth_$m" --window 64 --sizes 8 \
-            2>&1 | val)
+            2>&1 | val | as_rows bw $m)
       done
       s2=$(probe)
       for x in "${rows[@]}"; do echo "$i,$s1,$s2,$x" >>"$out"; done
