@@ -77,11 +77,18 @@ RESOURCES = [
              "network backend: ofi (libfabric, provider ofi_provider_name); "
              "shm (native shared memory: every rank on this node, no "
              "libfabric); hybrid (one device combining native shm for the "
-             "ranks on this node with ofi for the others, chosen per peer); "
-             "auto (shm alone when every rank is on this node, else "
-             "hybrid); get_attr_backend() reports the backend in force. "
-             "See docs/ARCHITECTURE.md",
-             choices=["ofi", "shm", "hybrid", "auto"]),
+             "ranks on this node with a network backend, net_remote, for "
+             "the others, chosen per peer); socket (native TCP sockets, "
+             "ranks on any node, no libfabric); auto (shm alone when every "
+             "rank is on this node, else hybrid); get_attr_backend() "
+             "reports the backend in force. See docs/ARCHITECTURE.md",
+             choices=["ofi", "shm", "socket", "hybrid", "auto"]),
+        attr("std::string", "net_remote", "auto",
+             "the hybrid backend's route to ranks on other nodes: socket "
+             "(native TCP sockets), ofi (libfabric, provider "
+             "ofi_provider_name), or auto (socket; docs/LAUNCHING.md says "
+             "when to choose ofi); the same on every rank",
+             choices=["auto", "socket", "ofi"]),
         attr("size_t", "shm_node_split", 1,
              "test and diagnostic knob: with k > 1, rank r pretends to run "
              "on node r % k of this machine, so the native shm backend "

@@ -35,4 +35,20 @@ std::string host_of(const std::string& node_id)
   return a == std::string::npos ? m : m.substr(a + 1);
 }
 
+std::vector<std::string> other_hosts(const std::vector<std::string>& nodes,
+                                     const std::string& me, size_t limit)
+{
+  std::vector<std::string> out;
+  const std::string mine = machine_of(me);
+  for (const std::string& n : nodes) {
+    if (machine_of(n) == mine) continue;
+    const std::string h = host_of(n);
+    bool seen = false;
+    for (const std::string& o : out) seen = seen || o == h;
+    if (!seen) out.push_back(h);
+    if (out.size() == limit) break;
+  }
+  return out;
+}
+
 }  // namespace lci::net

@@ -7,6 +7,7 @@
 #define LCI_NET_NODE_HPP
 
 #include <string>
+#include <vector>
 
 #include "lci.hpp"
 
@@ -24,6 +25,12 @@ std::string node_id(const runtime_attr_t& attr, int rank);
 // host name), and its host name alone.
 std::string machine_of(const std::string& node_id);
 std::string host_of(const std::string& node_id);
+
+// The host names of the other machines of the job, at most `limit` of them
+// (a network backend looks up the route to them), empty when every rank
+// runs on the machine of node id `me` (shm_node_split only pretends).
+std::vector<std::string> other_hosts(const std::vector<std::string>& nodes,
+                                     const std::string& me, size_t limit = 4);
 
 }  // namespace lci::net
 

@@ -13,6 +13,10 @@ namespace shm
 {
 backend_entry_t registry_entry();
 }
+namespace socket
+{
+backend_entry_t registry_entry();
+}
 #ifdef LCI_HAVE_OFI
 namespace ofi
 {
@@ -35,6 +39,9 @@ std::vector<backend_entry_t> register_all()
 {
   std::vector<backend_entry_t> out;
   out.push_back(shm::registry_entry());
+  // the first network backend is the hybrid backend's remote route unless
+  // the runtime attribute net_remote names another
+  out.push_back(socket::registry_entry());
 #ifdef LCI_HAVE_OFI
   out.push_back(ofi::registry_entry());
 #endif

@@ -1,12 +1,14 @@
 // The backends of this build, by name. Each backend registers one factory
 // (the context for a runtime's attributes and its ranks' node ids) with a
 // kind: node-local (the native shm backend: every rank on one node), network
-// (reaches ranks on other nodes: ofi) or combining (hybrid: the node-local
-// backend for this node's ranks and the network backend for the others).
+// (reaches ranks on other nodes: socket, ofi) or combining (hybrid: the
+// node-local backend for this node's ranks and a network backend, the
+// runtime attribute net_remote, for the others).
 // net::alloc_context resolves attr.backend through this table, "auto" by
 // where the ranks run, and names the backends built in when a name is not
 // there. Which backends a build has is fixed at configure time
-// (LCI_WITH_OFI); registry.cpp lists them (see there for why a list).
+// (LCI_WITH_OFI; shm and socket need nothing and are always there);
+// registry.cpp lists them (see there for why a list).
 #ifndef LCI_NET_REGISTRY_HPP
 #define LCI_NET_REGISTRY_HPP
 

@@ -47,6 +47,7 @@ struct shared_t {
   std::vector<int> global;  // local index -> rank
   bool any_remote = false;
   bool remote_virtual = false;  // the remote backend's caps().rma_virtual
+  std::string remote_name;      // the remote backend's caps().backend
 };
 
 class hybrid_device_t final : public net_device_t
@@ -94,9 +95,9 @@ class hybrid_device_t final : public net_device_t
     remote_->connect(remote);
     if (util::log_enabled(util::log_level_t::debug))
       for (size_t r = 0; r < addrs.size(); ++r)
-        LCI_LOG(
-            debug, "hybrid: rank ", r, " through ",
-            s_.index[r] >= 0 ? "native shm (same node)" : "ofi (another node)");
+        LCI_LOG(debug, "hybrid: rank ", r, " through ",
+                s_.index[r] >= 0 ? "native shm (same node)"
+                                 : s_.remote_name + " (another node)");
   }
 
   void connected() override
@@ -173,10 +174,13 @@ class hybrid_device_t final : public net_device_t
   // spends at most about half its polling time on the remote side, whatever
   // the provider. When both are polled the order alternates, so neither
   // starves the other of completion slots.
-  // The scratch buffer goes to the local side (libfabric never uses one).
+  // Both sides may hand messages over in the scratch buffer: the second
+  // side polled gets what the first left free (past the end of the last
+  // message it placed there).
   size_t poll_comp(cqe_t* out, size_t max, char* scratch,
                    size_t scratch_size) override
   {
+    size_t used = 0;
     const uint32_t turn = turn_.load(std::memory_order_relaxed);
     turn_.store(turn + 1, std::memory_order_relaxed);
     const bool poll_remote =
@@ -187,10 +191,20 @@ class hybrid_device_t final : public net_device_t
       const bool remote = (i == 0) == ((turn & 1) != 0);
       if (remote && !poll_remote) continue;
       const int64_t t0 = remote ? now_ns() : 0;
+      net_device_t* side = remote ? remote_.get() : local_.get();
       const size_t got =
-          remote ? remote_->poll_comp(out + n, max - n, nullptr, 0)
-                 : local_->poll_comp(out + n, max - n, scratch, scratch_size);
-      for (size_t k = n; k < n + got; ++k) fix(&out[k], remote);
+          side->poll_comp(out + n, max - n, scratch ? scratch + used : nullptr,
+                          scratch ? scratch_size - used : 0);
+      for (size_t k = n; k < n + got; ++k) {
+        fix(&out[k], remote);
+        if (out[k].kind == cqe_t::kind_t::message)
+          used = std::max<size_t>(
+              used,
+              (static_cast<size_t>(static_cast<char*>(out[k].ctx) - scratch) +
+               out[k].length + 15) &
+                  ~size_t(15));
+      }
+      if (used > scratch_size) used = scratch_size;
       n += got;
       if (remote) {
         const int64_t t1 = now_ns();
@@ -299,6 +313,7 @@ class hybrid_context_t final : public context_t
     const caps_t& a = local_->caps();
     const caps_t& b = remote_->caps();
     s_.remote_virtual = b.rma_virtual;
+    s_.remote_name = b.backend;
     // what the core may rely on for every peer
     caps_.backend = "hybrid";
     caps_.provider = a.provider + "+" + b.provider;

@@ -1,9 +1,9 @@
 // The combining backend (runtime attribute backend = "hybrid", or "auto"
 // when the ranks span several nodes): one context and one device over two
 // backends, the native shm backend for the ranks on this node and a network
-// backend (ofi) for the others. Every post goes to one of them by its peer
-// rank; poll_comp polls both. See docs/ARCHITECTURE.md "The hybrid
-// backend".
+// backend (socket or ofi, attribute net_remote) for the others. Every post goes
+// to one of them by its peer rank; poll_comp polls both. See
+// docs/ARCHITECTURE.md "The hybrid backend".
 #ifndef LCI_NET_HYBRID_HYBRID_HPP
 #define LCI_NET_HYBRID_HYBRID_HPP
 

@@ -1,6 +1,7 @@
 // The combining backend's entry in the backend registry
 // (net/registry.hpp): the registry's node-local backend for this node's
-// ranks, its network backend for the others, both found by kind.
+// ranks (found by kind), for the others the network backend the runtime
+// attribute net_remote names (auto: the registry's first, socket).
 #include "net/hybrid/hybrid.hpp"
 #include "net/registry.hpp"
 #include "util/error.hpp"
@@ -16,7 +17,19 @@ std::unique_ptr<context_t> make(const runtime_attr_t& attr, int rank_me,
 {
   const backend_entry_t* local_backend =
       first_backend(backend_kind_t::node_local);
-  const backend_entry_t* network = first_backend(backend_kind_t::network);
+  const backend_entry_t* network = attr.net_remote == "auto"
+                                       ? first_backend(backend_kind_t::network)
+                                       : find_backend(attr.net_remote);
+  if (network && network->kind != backend_kind_t::network)
+    util::throw_fatal("alloc_runtime: net_remote '", attr.net_remote,
+                      "' is not a network backend (socket or ofi)");
+  if (!network && attr.net_remote != "auto") {
+    const std::string why = why_not_built(attr.net_remote);
+    util::throw_fatal("alloc_runtime: net_remote '", attr.net_remote,
+                      "' is not in this build",
+                      why.empty() ? "" : " (" + why + ")",
+                      "; built in: ", backend_names());
+  }
   if (!local_backend || !network)
     util::throw_fatal("alloc_runtime: backend ", attr.backend,
                       " needs a node-local and a network backend; built in: ",

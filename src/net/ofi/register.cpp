@@ -11,25 +11,6 @@ namespace lci::net::ofi
 namespace
 {
 
-// The host names of the other machines of the job (a few: the backend
-// looks up the route to them), empty when every rank runs on this machine
-// (shm_node_split only pretends).
-std::vector<std::string> other_hosts(const std::vector<std::string>& nodes,
-                                     const std::string& me)
-{
-  std::vector<std::string> out;
-  const std::string mine = machine_of(me);
-  for (const std::string& n : nodes) {
-    if (machine_of(n) == mine) continue;
-    const std::string h = host_of(n);
-    bool seen = false;
-    for (const std::string& o : out) seen = seen || o == h;
-    if (!seen) out.push_back(h);
-    if (out.size() == 4) break;
-  }
-  return out;
-}
-
 std::unique_ptr<context_t> make(const runtime_attr_t& attr, int rank_me,
                                 int /*rank_n*/,
                                 const std::vector<std::string>& nodes)

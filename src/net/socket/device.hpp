@@ -1,0 +1,176 @@
+// The device of the socket backend (socket.hpp): one nonblocking TCP
+// connection (TCP_NODELAY) per peer rank, made at connect; messages to
+// itself loop back in memory. Defined by concern: device.cpp (connection
+// setup, failure, diagnostics), send.cpp (the posts), receive.cpp (poll and
+// frame parsing); outq.hpp is a peer's output queue, keys.hpp the
+// registration table, wire.hpp the frames.
+//
+// Sending: a post writes straight to the socket (one sendmsg of header and
+// payload) when the peer's output queue is empty; what the socket does not
+// take goes to the queue (copied for send_copy and headers, borrowed for
+// post_send and RMA payloads), flushed by later posts and polls. A borrowed
+// buffer completes when its last byte is in the kernel.
+//
+// Receiving: each poll reads as much as a peer has ready into that peer's
+// input buffer with one recv, then parses whole frames in order: messages
+// go to the caller's scratch buffer (`message` cqes) while they fit, else
+// into pre-posted receives; payloads of RMA frames and messages larger than
+// the input buffer are read straight into their destination. With few
+// peers a poll tries recv on each; with more, one epoll_wait(0) says which.
+//
+// Failure: EOF or an error on a peer's connection fails every operation
+// still pending with that peer (queued sends, writes and reads waiting for
+// their answer) as an error cqe with the peer's rank, and every later post
+// to it the same way.
+//
+// Locks: one try-lock per device guards its peers (posts return
+// retry_lock when it is busy, poll_comp nothing); the posted receives have
+// a short spinlock of their own.
+#ifndef LCI_NET_SOCKET_DEVICE_HPP
+#define LCI_NET_SOCKET_DEVICE_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "net/net.hpp"
+#include "net/socket/keys.hpp"
+#include "net/socket/outq.hpp"
+#include "net/socket/wire.hpp"
+#include "util/spinlock.hpp"
+
+namespace lci::net::socket
+{
+
+struct config_t {
+  int rank_me, rank_n;
+  std::string ip;   // the address this rank listens on (dotted IPv4)
+  size_t max_copy;  // route_caps_t::max_copy
+  size_t connect_timeout_s;
+  std::shared_ptr<key_table_t> keys;
+};
+
+// peers above this count are polled through epoll
+constexpr size_t kDirectPollPeers = 4;
+// bytes of a peer's input buffer
+constexpr size_t kInBuf = 256 * 1024;
+// bytes copied into a peer's output queue before send_copy says
+// retry_nomem
+constexpr size_t kOutMax = size_t(8) << 20;
+
+class socket_device_t final : public net_device_t
+{
+ public:
+  explicit socket_device_t(const config_t& cfg);
+  ~socket_device_t() override;
+
+  std::string get_address() override { return address_; }
+  void connect(const std::vector<std::string>& addrs) override;
+  route_caps_t route(int rank) override;
+  error_t send_copy(int rank, const void* head, size_t hlen, const void* tail,
+                    size_t tlen) override;
+  error_t post_send(int rank, const void* buf, size_t size, void* ctx) override;
+  error_t post_send_network(int rank, const void* buf, size_t size,
+                            void* ctx) override;
+  error_t post_recv(void* buf, size_t size, void* ctx) override;
+  error_t post_write(int rank, const void* buf, size_t size, void* desc,
+                     const remote_t& remote, void* ctx,
+                     bool delivered) override;
+  error_t post_writeimm(int rank, const void* buf, size_t size, void* desc,
+                        const remote_t& remote, uint64_t imm,
+                        void* ctx) override;
+  error_t post_read(int rank, void* buf, size_t size, void* desc,
+                    const remote_t& remote, void* ctx) override;
+  size_t poll_comp(cqe_t* out, size_t max, char* scratch,
+                   size_t scratch_size) override;
+  std::string debug_state() override;
+
+ private:
+  // an operation waiting for the target's answer (write, read, network
+  // send)
+  struct op_t {
+    cqe_t::kind_t kind;
+    void* ctx;
+    char* buf;  // read: where the data goes
+    size_t size;
+  };
+
+  // what happens when a frame's payload has been read to its end
+  enum class body_t : uint8_t { none, recv, write, writeimm, read_resp };
+
+  struct peer_t {
+    int rank = -1;
+    int fd = -1;  // -1: this rank itself (loopback in memory), or failed
+    bool self = false;
+    bool dead = false;
+    bool closing = false;  // it said bye: its end of the stream is no failure
+    bool blocked = false;  // this poll: a message waits for a receive
+    const char* why = nullptr;  // dead: the reason
+    outq_t out;
+    std::vector<char> in;  // input buffer; bytes [head, tail) unparsed
+    size_t head = 0, tail = 0;
+    // a payload being read straight into its destination
+    body_t body = body_t::none;
+    char* dst = nullptr;  // null: discarded (a refused write)
+    size_t left = 0;      // bytes still to come
+    size_t got = 0;       // bytes already there
+    void* body_ctx = nullptr;
+    uint64_t body_id = 0, body_imm = 0;
+    const char* body_error = nullptr;  // the body's cqe fails with this
+    bool body_acked = false;           // recv: answer body_id once delivered
+    std::unordered_map<uint64_t, op_t> ops;  // by id
+  };
+
+  struct recv_t {
+    void* buf;
+    size_t size;
+    void* ctx;
+  };
+
+  // send.cpp
+  // Writes the pieces as one frame to `p`: straight to the socket when its
+  // queue is empty, the rest (or all) queued. Pieces in `copy` are copied,
+  // `borrow` (may be null) is queued by reference with `done` as its cqe.
+  // True when every byte is in the kernel (or, to itself, in memory).
+  bool emit(peer_t& p, struct iovec* iov, int n, const void* borrow,
+            size_t blen, const cqe_t* done);
+  error_t post_rma(int rank, frame_t type, const void* buf, size_t size,
+                   const remote_t& remote, uint64_t arg, void* ctx);
+  error_t post_dead(peer_t& p, cqe_t::kind_t kind, void* ctx);
+  void flush(peer_t& p);
+
+  // receive.cpp
+  struct sink_t;
+  void progress_in(peer_t& p, sink_t& s);
+  int read_more(peer_t& p);
+  bool parse_one(peer_t& p, sink_t& s);
+  bool continue_body(peer_t& p, sink_t& s);
+  void finish_body(peer_t& p, sink_t& s);
+  void answer(peer_t& p, frame_t type, uint64_t id);
+  bool take_recv(recv_t* r);
+
+  // device.cpp
+  void fail(peer_t& p, const char* why);
+  void push_error(cqe_t::kind_t kind, void* ctx, int rank, const char* why,
+                  bool refused);
+
+  config_t cfg_;
+  std::string address_;
+  int listen_fd_ = -1;
+  int epoll_fd_ = -1;
+  std::vector<peer_t> peers_;
+  std::vector<int> polled_;  // ranks with a connection (not self)
+  util::spinlock_t lock_;
+  util::spinlock_t recv_lock_;
+  std::deque<recv_t> recvs_;
+  std::deque<cqe_t> done_;  // completions made outside poll_comp
+  uint64_t next_id_ = 1;
+};
+
+}  // namespace lci::net::socket
+
+#endif  // LCI_NET_SOCKET_DEVICE_HPP

@@ -1,0 +1,118 @@
+// The socket backend's context. See socket.hpp for the overview, device.hpp
+// for the device.
+#include "net/socket/socket.hpp"
+
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+
+#include "net/socket/device.hpp"
+#include "net/socket/keys.hpp"
+#include "util/error.hpp"
+#include "util/log.hpp"
+
+namespace lci::net::socket
+{
+namespace
+{
+
+class socket_context_t final : public context_t
+{
+ public:
+  socket_context_t(const runtime_attr_t& attr, int rank_me, int rank_n,
+                   const std::vector<std::string>& other_hosts)
+  {
+    cfg_.rank_me = rank_me;
+    cfg_.rank_n = rank_n;
+    const char* env = std::getenv("LCI_SOCKET_ADDR");
+    in_addr probe{};
+    if (env && *env) {
+      if (::inet_pton(AF_INET, env, &probe) != 1)
+        util::throw_fatal("alloc_runtime: LCI_SOCKET_ADDR '", env,
+                          "' is not an IPv4 address");
+      cfg_.ip = env;
+    } else if (other_hosts.empty()) {
+      cfg_.ip = "127.0.0.1";
+    } else {
+      cfg_.ip = route_address(other_hosts);
+      if (cfg_.ip.empty())
+        util::throw_fatal(
+            "alloc_runtime: socket backend: no route to the other hosts of "
+            "the job (",
+            other_hosts.front(),
+            " ...) resolves; set LCI_SOCKET_ADDR to this host's address on "
+            "their network");
+    }
+    // the core's largest eager message (a packet) is what send_copy sees
+    cfg_.max_copy = attr.packet_size;
+    cfg_.connect_timeout_s =
+        attr.bootstrap_timeout ? attr.bootstrap_timeout : 120;
+    cfg_.keys = std::make_shared<key_table_t>();
+    caps_.backend = "socket";
+    caps_.provider = "tcp " + cfg_.ip;
+    caps_.max_inject_size = attr.packet_size;
+    caps_.max_msg_size = size_t(1) << 30;
+    caps_.network_completion = "delivery";
+    caps_.rma = true;
+    caps_.imm_data_size = 8;
+    caps_.mr_local = false;
+    caps_.rma_virtual = true;
+    // keys of another process or runtime are unlikely to be live here
+    const uint64_t t = static_cast<uint64_t>(
+        std::chrono::steady_clock::now().time_since_epoch().count());
+    next_key_.store((t * 0x9E3779B97F4A7C15ull) ^
+                    (static_cast<uint64_t>(::getpid()) << 40));
+    LCI_LOG(debug, "socket backend: rank ", rank_me, " listens on ", cfg_.ip);
+  }
+
+  std::unique_ptr<net_device_t> alloc_device(const device_attr_t&) override
+  {
+    return std::make_unique<socket_device_t>(cfg_);
+  }
+
+  // Peers address a registration by virtual address under its key.
+  net_mr_t register_memory(void* buf, size_t size, const char* call) override
+  {
+    return register_memory_key(
+        buf, size, call, next_key_.fetch_add(1, std::memory_order_relaxed));
+  }
+
+  net_mr_t register_memory_key(void* buf, size_t size, const char*,
+                               uint64_t rkey) override
+  {
+    net_mr_t out;
+    out.handle = buf ? buf : this;
+    out.rkey = rkey;
+    out.rma_base = reinterpret_cast<uintptr_t>(buf);
+    cfg_.keys->add(rkey, static_cast<char*>(buf), size);
+    nregistered_.fetch_add(1, std::memory_order_relaxed);
+    return out;
+  }
+
+  void deregister_memory(net_mr_t* mr) override
+  {
+    if (mr->handle) {
+      cfg_.keys->remove(mr->rkey);
+      nregistered_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    *mr = net_mr_t();
+  }
+
+ private:
+  config_t cfg_{};
+  std::atomic<uint64_t> next_key_{1};
+};
+
+}  // namespace
+
+std::unique_ptr<context_t> alloc_context(
+    const runtime_attr_t& attr, int rank_me, int rank_n,
+    const std::vector<std::string>& other_hosts)
+{
+  return std::make_unique<socket_context_t>(attr, rank_me, rank_n, other_hosts);
+}
+
+}  // namespace lci::net::socket
