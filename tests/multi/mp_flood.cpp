@@ -202,12 +202,14 @@ void tiny_packet_pool(int next, int prev)
     if (saw_retry) ++retried;
   }
   // the native shm backend copies every eager message and request into
-  // its ring (its routes copy): no send waits for a packet there; under
-  // hybrid that holds for a peer on this node, while one on another node
-  // takes the ofi route, where every send waits
+  // its ring, the socket backend into its socket or output queue (their
+  // routes copy): no send waits for a packet there; under hybrid that
+  // holds for a peer on this node, while one on another node takes the
+  // remote route, which copies (socket) or waits on every send (ofi)
   const std::string backend = rt.get_attr_backend();
-  if (backend == "shm")
-    CHECK(retried == 0, "%zu of %zu sends met retry on native shm", retried, n);
+  if (backend == "shm" || backend == "socket")
+    CHECK(retried == 0, "%zu of %zu sends met retry on %s", retried, n,
+          backend.c_str());
   else if (backend == "hybrid")
     CHECK(retried == 0 || retried >= n - 1,
           "%zu of %zu sends met retry: neither a copying route nor ofi's",
