@@ -4,7 +4,10 @@
 # over tcp), placed the same way and alternated point by point: the
 # 8-byte ping-pong (mh-latency), the windowed 8-byte message rate with 1
 # and 2 threads (mh-msgrate: a device or communicator per thread, and one
-# shared), bandwidth from 64 KiB to 16 MiB (mh-bandwidth).
+# shared), bandwidth from 64 KiB to 16 MiB (mh-bandwidth). Ours is on the
+# default route between the hosts (hybrid over the socket backend); add
+# lci-ofi to --libs for ours on the ofi route in the same alternation:
+#   --libs lci,lci-ofi,mpich,openmpi
 #
 # The hosts are network namespaces on this machine (tests/multihost/
 # hosts.sh: node0 and node1 on a private bridge, launchers started from
