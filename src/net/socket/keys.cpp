@@ -1,7 +1,19 @@
 #include "net/socket/keys.hpp"
 
+#include <unistd.h>
+
+#include <chrono>
+
 namespace lci::net::socket
 {
+
+key_table_t::key_table_t()
+{
+  const uint64_t t = static_cast<uint64_t>(
+      std::chrono::steady_clock::now().time_since_epoch().count());
+  next_.store((t * 0x9E3779B97F4A7C15ull) ^
+              (static_cast<uint64_t>(::getpid()) << 40));
+}
 
 void key_table_t::add(uint64_t rkey, char* base, size_t size)
 {

@@ -8,6 +8,7 @@
 #ifndef LCI_NET_SOCKET_KEYS_HPP
 #define LCI_NET_SOCKET_KEYS_HPP
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -19,6 +20,10 @@ namespace lci::net::socket
 class key_table_t
 {
  public:
+  key_table_t();
+  // A fresh key (a counter from a per-process random start: keys of
+  // another process or runtime are unlikely to be live here).
+  uint64_t issue() { return next_.fetch_add(1, std::memory_order_relaxed); }
   void add(uint64_t rkey, char* base, size_t size);
   void remove(uint64_t rkey);
   // The target bytes [addr, addr + size) of the registration `rkey`, or
@@ -30,6 +35,7 @@ class key_table_t
     char* base;
     size_t size;
   };
+  std::atomic<uint64_t> next_;
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, region_t> regions_;
 };

@@ -26,6 +26,16 @@ const char* recv_error(ssize_t n, int err)
 
 constexpr size_t align16(size_t n) { return (n + 15) & ~size_t(15); }
 
+// A frame made of a header and an 8-byte id (and maybe a body): the id,
+// and the head moved past both; false when the id has not all come.
+bool take_id(size_t* head, size_t avail, const char* body, uint64_t* id)
+{
+  if (avail < sizeof(*id)) return false;
+  std::memcpy(id, body, sizeof(*id));
+  *head += sizeof(hdr_t) + sizeof(*id);
+  return true;
+}
+
 }  // namespace
 
 // Where one poll's completions go.
@@ -241,9 +251,7 @@ bool socket_device_t::parse_one(peer_t& p, sink_t& s)
     }
     case frame_t::read_resp: {
       uint64_t id;
-      if (avail < sizeof(id)) return false;
-      std::memcpy(&id, body, sizeof(id));
-      p.head += sizeof(h) + sizeof(id);
+      if (!take_id(&p.head, avail, body, &id)) return false;
       const size_t len = h.len - sizeof(id);
       p.body = body_t::read_resp;
       p.got = 0;
@@ -265,9 +273,7 @@ bool socket_device_t::parse_one(peer_t& p, sink_t& s)
     case frame_t::ack:
     case frame_t::nack: {
       uint64_t id;
-      if (avail < sizeof(id)) return false;
-      std::memcpy(&id, body, sizeof(id));
-      p.head += sizeof(h) + sizeof(id);
+      if (!take_id(&p.head, avail, body, &id)) return false;
       auto it = p.ops.find(id);
       if (it == p.ops.end()) return true;
       cqe_t& c = s.next();

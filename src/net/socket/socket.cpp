@@ -60,11 +60,6 @@ class socket_context_t final : public context_t
     caps_.imm_data_size = 8;
     caps_.mr_local = false;
     caps_.rma_virtual = true;
-    // keys of another process or runtime are unlikely to be live here
-    const uint64_t t = static_cast<uint64_t>(
-        std::chrono::steady_clock::now().time_since_epoch().count());
-    next_key_.store((t * 0x9E3779B97F4A7C15ull) ^
-                    (static_cast<uint64_t>(::getpid()) << 40));
     LCI_LOG(debug, "socket backend: rank ", rank_me, " listens on ", cfg_.ip);
   }
 
@@ -73,37 +68,35 @@ class socket_context_t final : public context_t
     return std::make_unique<socket_device_t>(cfg_);
   }
 
-  // Peers address a registration by virtual address under its key.
+  // Peers address a registration by virtual address under its key; the
+  // key table issues the keys and lists the regions (keys.hpp).
   net_mr_t register_memory(void* buf, size_t size, const char* call) override
   {
-    return register_memory_key(
-        buf, size, call, next_key_.fetch_add(1, std::memory_order_relaxed));
+    return register_memory_key(buf, size, call, cfg_.keys->issue());
   }
 
   net_mr_t register_memory_key(void* buf, size_t size, const char*,
                                uint64_t rkey) override
   {
-    net_mr_t out;
-    out.handle = buf ? buf : this;
-    out.rkey = rkey;
-    out.rma_base = reinterpret_cast<uintptr_t>(buf);
-    cfg_.keys->add(rkey, static_cast<char*>(buf), size);
     nregistered_.fetch_add(1, std::memory_order_relaxed);
-    return out;
+    cfg_.keys->add(rkey, static_cast<char*>(buf), size);
+    net_mr_t mr;
+    mr.rkey = rkey;
+    mr.rma_base = reinterpret_cast<uintptr_t>(buf);
+    mr.handle = cfg_.keys.get();  // non-null: a live registration
+    return mr;
   }
 
   void deregister_memory(net_mr_t* mr) override
   {
-    if (mr->handle) {
-      cfg_.keys->remove(mr->rkey);
-      nregistered_.fetch_sub(1, std::memory_order_relaxed);
-    }
+    if (!mr->handle) return;
+    cfg_.keys->remove(mr->rkey);
+    nregistered_.fetch_sub(1, std::memory_order_relaxed);
     *mr = net_mr_t();
   }
 
  private:
   config_t cfg_{};
-  std::atomic<uint64_t> next_key_{1};
 };
 
 }  // namespace
