@@ -32,9 +32,8 @@ done
 
 if [ "$hybrid" = hybrid ]; then
   out=$(LCI_LOG_LEVEL=debug LCI_ATTR_BACKEND=hybrid LCI_ATTR_SHM_NODE_SPLIT=2 \
-    LCI_ATTR_OFI_PROVIDER_NAME=shm \
     "$lcrun" -n 2 --timeout 60 -- "$hello" 2>&1) || no "debug run failed: $out"
-  printf '%s\n' "$out" | grep -q '^lci\[0\] debug: hybrid: rank 1 through ofi (another node)' ||
+  printf '%s\n' "$out" | grep -q '^lci\[0\] debug: hybrid: rank 1 through socket (another node)' ||
     no "no per-peer path at debug: $out"
   printf '%s\n' "$out" | grep -q '^lci\[0\] debug: hybrid: rank 0 through native shm' ||
     no "no own path at debug: $out"

@@ -490,9 +490,10 @@ void diagnose(const report_t& r, const std::vector<step_t>& steps,
   for (const provider_t& p : r.providers) any = any || p.usable;
   if (!lci::net::find_backend("ofi"))
     warnings->push_back(
-        "this build has no network backend (" + lci::net::why_not_built("ofi") +
-        "): every rank must run on one node. Fix, for jobs across nodes: "
-        "rebuild LCI with libfabric (-DLCI_WITH_OFI=ON)");
+        "this build has no libfabric (" + lci::net::why_not_built("ofi") +
+        "): ranks on other nodes are reached through the socket backend "
+        "(TCP) only. Fix, for InfiniBand, Slingshot or EFA: rebuild LCI "
+        "with libfabric (-DLCI_WITH_OFI=ON)");
   else if (!any)
     problems->push_back(
         "no libfabric provider is usable: ranks on other nodes cannot be "
