@@ -93,7 +93,8 @@ RESOURCES = [
              "test and diagnostic knob: with k > 1, rank r pretends to run "
              "on node r % k of this machine, so the native shm backend "
              "treats ranks of other residues as remote (backend hybrid or "
-             "auto then reach them through ofi); the same on every rank"),
+             "auto then reach them through the route net_remote); the "
+             "same on every rank"),
         attr("bool", "shm_cma", True,
              "native shm backend: RMA copies once with cross-memory attach "
              "(process_vm_writev/readv) when the kernel permits it (probed "
