@@ -4,6 +4,7 @@
 #include "net/hybrid/hybrid.hpp"
 #include "net/registry.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 namespace lci::net::hybrid
 {
@@ -16,7 +17,11 @@ std::unique_ptr<context_t> make(const runtime_attr_t& attr, int rank_me,
 {
   const backend_entry_t* local_backend =
       first_backend(backend_kind_t::node_local);
-  const backend_entry_t* network = first_backend(backend_kind_t::network);
+  std::string passed_over;
+  const backend_entry_t* network = network_backend(&passed_over);
+  if (network && !passed_over.empty())
+    LCI_LOG(info, "backend ", attr.backend, ": network backend ", network->name,
+            " for the other nodes (", passed_over, ")");
   if (!local_backend || !network)
     util::throw_fatal("alloc_runtime: backend ", attr.backend,
                       " needs a node-local and a network backend; built in: ",
