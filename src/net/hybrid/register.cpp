@@ -22,6 +22,9 @@ std::unique_ptr<context_t> make(const runtime_attr_t& attr, int rank_me,
   if (network && !passed_over.empty())
     LCI_LOG(info, "backend ", attr.backend, ": network backend ", network->name,
             " for the other nodes (", passed_over, ")");
+  else if (network)
+    LCI_LOG(debug, "backend ", attr.backend, ": network backend ",
+            network->name, " for the other nodes");
   if (!local_backend || !network)
     util::throw_fatal("alloc_runtime: backend ", attr.backend,
                       " needs a node-local and a network backend; built in: ",

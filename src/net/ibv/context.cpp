@@ -105,7 +105,12 @@ net_mr_t ibv_context_t::register_memory(void* buf, size_t size,
   net_mr_t out;
   out.desc = const_cast<reg_cache_t::entry_t*>(e);
   out.handle = out.desc;
-  out.rkey = e->mr.rkey;
+  // The core tells registrations apart by key, and a cached or implicit
+  // registration serves several: the key a peer presents carries a serial
+  // number of this registration above the device's 32-bit rkey (the
+  // backend posts only the low half).
+  const uint64_t serial = next_serial_.fetch_add(1, std::memory_order_relaxed);
+  out.rkey = (serial << 32) | e->mr.rkey;
   out.rma_base = reinterpret_cast<uintptr_t>(buf);
   return out;
 }

@@ -4,6 +4,7 @@
 #ifndef LCI_NET_IBV_CONTEXT_HPP
 #define LCI_NET_IBV_CONTEXT_HPP
 
+#include <atomic>
 #include <memory>
 
 #include "net/ibv/reg_cache.hpp"
@@ -37,6 +38,7 @@ class ibv_context_t final : public context_t
   std::unique_ptr<reg_cache_t> cache_;
   int rank_me_, rank_n_;
   bool lazy_;
+  std::atomic<uint64_t> next_serial_{1};  // of register_memory's keys
 };
 
 }  // namespace lci::net::ibv
