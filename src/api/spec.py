@@ -133,10 +133,11 @@ RESOURCES = [
              "is made ready to send (RTS) on its first send rather than "
              "at alloc_device (docs/ARCHITECTURE.md, \"The ibv backend\")"),
         attr("bool", "ibv_reg_cache", True,
-             "ibv backend: share one registration among overlapping "
-             "registrations of a region while any is alive, and keep the "
-             "registrations of the backend's own send and receive buffers "
-             "for the runtime's life; false registers each time"),
+             "ibv backend: a registration of a region that a live one "
+             "covers shares it (the device registers once); false: each "
+             "registration its own. The backend's own send and receive "
+             "buffers (packets) are registered by pages once and kept "
+             "either way (docs/ARCHITECTURE.md, \"The ibv backend\")"),
         attr("std::string", "bootstrap_backend", "auto",
              "how the ranks find each other: auto detects the launcher "
              "(mpi if the program initialized MPI, then pmix, then "
