@@ -211,17 +211,26 @@ error_t ibv_device_t::post_send_network(int rank, const void* buf, size_t size,
   return post_send(rank, buf, size, ctx);
 }
 
+wr_t ibv_device_t::rma_wr(op_t op, const void* buf, size_t size, void* desc,
+                          const remote_t& remote)
+{
+  wr_t wr;
+  wr.op = op;
+  wr.nsge = size ? 1 : 0;
+  if (size)
+    wr.sge[0] = {buf, static_cast<uint32_t>(size), local_key(buf, size, desc)};
+  wr.raddr = remote.base + remote.disp;
+  wr.rkey = static_cast<uint32_t>(remote.rkey);  // the device's half
+  return wr;
+}
+
+// an RC write completes once the target acknowledged it: the data is there,
+// delivered or not asked
 error_t ibv_device_t::post_write(int rank, const void* buf, size_t size,
                                  void* desc, const remote_t& remote, void* ctx,
                                  bool)
 {
-  // an RC write completes once the target acknowledged it: the data is
-  // there, delivered or not asked
-  wr_t wr;
-  wr.op = op_t::write;
-  wr.sge[0] = {buf, static_cast<uint32_t>(size), local_key(buf, size, desc)};
-  wr.raddr = remote.base + remote.disp;
-  wr.rkey = static_cast<uint32_t>(remote.rkey);
+  wr_t wr = rma_wr(op_t::write, buf, size, desc, remote);
   return post(rank, wr, ctx, tag_write);
 }
 
@@ -229,12 +238,7 @@ error_t ibv_device_t::post_writeimm(int rank, const void* buf, size_t size,
                                     void* desc, const remote_t& remote,
                                     uint64_t imm, void* ctx)
 {
-  wr_t wr;
-  wr.op = op_t::write_imm;
-  wr.sge[0] = {buf, static_cast<uint32_t>(size), local_key(buf, size, desc)};
-  wr.nsge = size ? 1 : 0;
-  wr.raddr = remote.base + remote.disp;
-  wr.rkey = static_cast<uint32_t>(remote.rkey);
+  wr_t wr = rma_wr(op_t::write_imm, buf, size, desc, remote);
   wr.imm_be = encode_imm(imm);
   return post(rank, wr, ctx, tag_write);
 }
@@ -242,11 +246,7 @@ error_t ibv_device_t::post_writeimm(int rank, const void* buf, size_t size,
 error_t ibv_device_t::post_read(int rank, void* buf, size_t size, void* desc,
                                 const remote_t& remote, void* ctx)
 {
-  wr_t wr;
-  wr.op = op_t::read;
-  wr.sge[0] = {buf, static_cast<uint32_t>(size), local_key(buf, size, desc)};
-  wr.raddr = remote.base + remote.disp;
-  wr.rkey = static_cast<uint32_t>(remote.rkey);
+  wr_t wr = rma_wr(op_t::read, buf, size, desc, remote);
   return post(rank, wr, ctx, tag_read);
 }
 

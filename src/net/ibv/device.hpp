@@ -85,6 +85,9 @@ class ibv_device_t final : public net_device_t
 
   error_t post(int rank, wr_t& wr, void* ctx, tag_t tag);
   uint32_t local_key(const void* buf, size_t size, void* desc);
+  // a write, write with immediate or read of `size` bytes at `remote`
+  wr_t rma_wr(op_t op, const void* buf, size_t size, void* desc,
+              const remote_t& remote);
   bool is_recv(uint64_t wr_id) const;
   void close();
 
