@@ -27,6 +27,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -94,7 +95,23 @@ std::string seg_name(int pid, uint32_t n)
          std::to_string(n);
 }
 
-// Segments of fake devices whose process is gone (a test that crashed).
+// A process that no longer runs: none, or a zombie (killed, not yet reaped
+// by its launcher).
+bool gone(int pid)
+{
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (!f) return false;
+  char state = 0;
+  // "pid (comm) state ...": comm may hold spaces, so from the last ')'
+  char line[512];
+  if (std::fgets(line, sizeof(line), f))
+    if (const char* p = std::strrchr(line, ')')) state = p[2];
+  std::fclose(f);
+  return state == 'Z' || state == 'X';
+}
+
+// Segments of fake devices whose process is gone (a rank that was killed).
 void sweep_stale()
 {
   DIR* d = opendir("/dev/shm");
@@ -103,7 +120,7 @@ void sweep_stale()
   while (dirent* e = readdir(d)) {
     if (std::strncmp(e->d_name, kPrefix, plen) != 0) continue;
     const int pid = std::atoi(e->d_name + plen);
-    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
+    if (pid > 0 && gone(pid))
       shm_unlink((std::string("/") + e->d_name).c_str());
   }
   closedir(d);
@@ -152,6 +169,8 @@ class fake_verbs_t final : public verbs_t
       munmap(seg_, seg_bytes());
       shm_unlink(name_.c_str());
     }
+    // a peer killed meanwhile left its segment: the survivors remove it
+    sweep_stale();
   }
 
   bool open(const open_attr_t& attr, const std::string& mode, std::string* why)
