@@ -81,7 +81,8 @@ RESOURCES = [
              "auto (shm alone when every rank is on this node, else "
              "hybrid); ibv (libibverbs: InfiniBand, RoCE; hybrid and auto "
              "take it for the other nodes when a device with an active "
-             "port exists, else ofi); get_attr_backend() reports the "
+             "port exists and ofi_provider_name is auto, else ofi); "
+             "get_attr_backend() reports the "
              "backend in force. See docs/ARCHITECTURE.md",
              choices=["ofi", "shm", "hybrid", "ibv", "auto"]),
         attr("size_t", "shm_node_split", 1,

@@ -18,7 +18,10 @@ std::unique_ptr<context_t> make(const runtime_attr_t& attr, int rank_me,
   const backend_entry_t* local_backend =
       first_backend(backend_kind_t::node_local);
   std::string passed_over;
-  const backend_entry_t* network = network_backend(&passed_over);
+  // a libfabric provider named by the user means libfabric
+  const backend_entry_t* network =
+      attr.ofi_provider_name != "auto" ? find_backend("ofi") : nullptr;
+  if (!network) network = network_backend(&passed_over);
   if (network && !passed_over.empty())
     LCI_LOG(info, "backend ", attr.backend, ": network backend ", network->name,
             " for the other nodes (", passed_over, ")");
