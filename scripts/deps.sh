@@ -8,7 +8,9 @@ set -euo pipefail
 
 # iproute2: ip(8), for tools/lo-netns (MPI launchers in a private
 # loopback-only network namespace)
+# libibverbs-dev: the ibv backend builds against it (no RDMA device needed)
 packages=(cmake ninja-build g++ pkg-config libfabric-dev libfabric-bin iproute2
+          libibverbs-dev
           libgtest-dev googletest python3
           # launcher tests (tests/launchers): MPICH's mpiexec.hydra (PMI-1,
           # PMI-2) and mpicxx.mpich (MPI-bootstrapped build), Open MPI's

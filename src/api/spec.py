@@ -79,16 +79,20 @@ RESOURCES = [
              "libfabric); hybrid (one device combining native shm for the "
              "ranks on this node with a network backend, net_remote, for "
              "the others, chosen per peer); socket (native TCP sockets, "
-             "ranks on any node, no libfabric); auto (shm alone when every "
-             "rank is on this node, else hybrid); get_attr_backend() "
-             "reports the backend in force. See docs/ARCHITECTURE.md",
-             choices=["ofi", "shm", "socket", "hybrid", "auto"]),
+             "ranks on any node, no libfabric); ibv (libibverbs: "
+             "InfiniBand, RoCE); auto (shm alone when every rank is on "
+             "this node, else hybrid); get_attr_backend() reports the "
+             "backend in force. See docs/ARCHITECTURE.md",
+             choices=["ofi", "shm", "socket", "hybrid", "ibv", "auto"]),
         attr("std::string", "net_remote", "auto",
              "the hybrid backend's route to ranks on other nodes: socket "
              "(native TCP sockets), ofi (libfabric, provider "
-             "ofi_provider_name), or auto (socket; docs/LAUNCHING.md says "
-             "when to choose ofi); the same on every rank",
-             choices=["auto", "socket", "ofi"]),
+             "ofi_provider_name), ibv (libibverbs), or auto (ofi when "
+             "ofi_provider_name names a provider, else ibv when a device "
+             "with an active port opens here, else socket; "
+             "docs/LAUNCHING.md says when to choose ofi); the same on "
+             "every rank",
+             choices=["auto", "socket", "ofi", "ibv"]),
         attr("size_t", "shm_node_split", 1,
              "test and diagnostic knob: with k > 1, rank r pretends to run "
              "on node r % k of this machine, so the native shm backend "
@@ -119,6 +123,31 @@ RESOURCES = [
              "sender rank and device; rounded up to a power of two that "
              "holds two packets; at most 128 MiB); the same on every "
              "rank"),
+        attr("int", "ibv_gid_idx", -1,
+             "ibv backend: the GID index of the port (RoCE needs one); -1 "
+             "selects automatically: on RoCE a RoCE v2 IPv4-mapped GID, "
+             "else any RoCE v2 one, else the first non-zero one; on "
+             "InfiniBand none (addressed by LID)"),
+        attr("bool", "ibv_force_gid_auto_select", False,
+             "ibv backend: select the GID automatically even when "
+             "ibv_gid_idx names one"),
+        attr("std::string", "ibv_odp_strategy", "none",
+             "ibv backend: on-demand paging of registrations: none (pinned "
+             "registrations), explicit_odp (each registration on demand), "
+             "implicit_odp (one registration of the whole address space); "
+             "a strategy the device does not report falls back to none "
+             "(logged at level info)",
+             choices=["none", "explicit_odp", "implicit_odp"]),
+        attr("size_t", "ibv_lazy_connect_threshold", 256,
+             "ibv backend: in jobs of more ranks than this, a queue pair "
+             "is made ready to send (RTS) on its first send rather than "
+             "at alloc_device (docs/ARCHITECTURE.md, \"The ibv backend\")"),
+        attr("bool", "ibv_reg_cache", True,
+             "ibv backend: a registration of a region that a live one "
+             "covers shares it (the device registers once); false: each "
+             "registration its own. The backend's own send and receive "
+             "buffers (packets) are registered by pages once and kept "
+             "either way (docs/ARCHITECTURE.md, \"The ibv backend\")"),
         attr("std::string", "bootstrap_backend", "auto",
              "how the ranks find each other: auto detects the launcher "
              "(mpi if the program initialized MPI, then pmix, then "
@@ -207,6 +236,13 @@ RESOURCES = [
              "receives kept pre-posted on the device"),
         attr("size_t", "net_max_cqes", 8192,
              "completion queue size of the device"),
+        attr("std::string", "ibv_td_strategy", "per_qp",
+             "ibv backend: thread domains of the device's queue pairs: "
+             "per_qp (one per queue pair, and a try-lock per queue pair), "
+             "all_qp (one for all, one try-lock for all; best when each "
+             "thread has its own device) or none (no thread domain, one "
+             "try-lock for all)",
+             choices=["none", "all_qp", "per_qp"]),
     ], "a complete set of network resources (endpoint, completion queue)"),
     Resource("packet_pool", [
         attr("size_t", "packet_size", 8192,

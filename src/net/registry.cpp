@@ -23,6 +23,13 @@ namespace ofi
 backend_entry_t registry_entry();
 }
 #endif
+#ifdef LCI_HAVE_IBV
+namespace ibv
+{
+backend_entry_t registry_entry();
+bool usable(std::string* why);
+}  // namespace ibv
+#endif
 namespace hybrid
 {
 backend_entry_t registry_entry();
@@ -30,6 +37,9 @@ backend_entry_t registry_entry();
 
 #ifndef LCI_OFI_SETTING
 #define LCI_OFI_SETTING "LCI_WITH_OFI=OFF"
+#endif
+#ifndef LCI_IBV_SETTING
+#define LCI_IBV_SETTING "LCI_WITH_IBV=OFF"
 #endif
 
 namespace
@@ -44,6 +54,9 @@ std::vector<backend_entry_t> register_all()
   out.push_back(socket::registry_entry());
 #ifdef LCI_HAVE_OFI
   out.push_back(ofi::registry_entry());
+#endif
+#ifdef LCI_HAVE_IBV
+  out.push_back(ibv::registry_entry());
 #endif
   // a combining backend needs a network backend to combine with
   bool network = false;
@@ -83,10 +96,25 @@ std::string backend_names()
   return out;
 }
 
+const backend_entry_t* network_backend(std::string* why)
+{
+  if (why) why->clear();
+#ifdef LCI_HAVE_IBV
+  std::string reason;
+  if (ibv::usable(&reason)) return find_backend("ibv");
+  if (why) *why = "ibv: " + reason;
+#endif
+  for (const backend_entry_t& b : backends())
+    if (b.kind == backend_kind_t::network && std::string(b.name) != "ibv")
+      return &b;
+  return first_backend(backend_kind_t::network);
+}
+
 std::string why_not_built(const std::string& name)
 {
   if (find_backend(name)) return "";
   if (name == "ofi") return "built with " LCI_OFI_SETTING;
+  if (name == "ibv") return "built with " LCI_IBV_SETTING;
   if (name == "hybrid")
     return "it needs a network backend, and this build has none: built "
            "with " LCI_OFI_SETTING;

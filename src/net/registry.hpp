@@ -7,8 +7,8 @@
 // net::alloc_context resolves attr.backend through this table, "auto" by
 // where the ranks run, and names the backends built in when a name is not
 // there. Which backends a build has is fixed at configure time
-// (LCI_WITH_OFI; shm and socket need nothing and are always there);
-// registry.cpp lists them (see there for why a list).
+// (LCI_WITH_OFI, LCI_WITH_IBV; shm and socket need nothing and are always
+// there); registry.cpp lists them (see there for why a list).
 #ifndef LCI_NET_REGISTRY_HPP
 #define LCI_NET_REGISTRY_HPP
 
@@ -44,6 +44,12 @@ const std::vector<backend_entry_t>& backends();
 const backend_entry_t* find_backend(const std::string& name);
 // The first backend of kind `kind`, or null.
 const backend_entry_t* first_backend(backend_kind_t kind);
+// The network backend a combining backend uses for other nodes: ibv when a
+// device with an active port opens here, else the first other network
+// backend (ofi), else ibv all the same (its error then says what is
+// missing); null when the build has none. *why (when given) says why ibv
+// was passed over, empty when it was not.
+const backend_entry_t* network_backend(std::string* why);
 // "shm, ofi, hybrid": the names built in, for messages.
 std::string backend_names();
 // Why a known backend is missing from this build, e.g. "built with

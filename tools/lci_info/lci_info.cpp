@@ -336,7 +336,7 @@ std::string describe_backends()
     out += std::string(b.summary) + ")";
   }
   std::string missing;
-  for (const char* name : {"ofi", "hybrid"}) {
+  for (const char* name : {"ofi", "ibv", "hybrid"}) {
     const std::string why = lci::net::why_not_built(name);
     if (!why.empty())
       missing +=
@@ -371,6 +371,13 @@ void print_text(const report_t& r, bool verbose)
               kHavePmix ? "" : " (no pmix: built without libpmix)",
               kHaveMpi ? "" : " (no mpi: built without -DLCI_WITH_MPI=ON)");
   std::printf("bootstrap here: %s\n", r.bootstrap.c_str());
+  // what hybrid and auto take for ranks on other nodes, and why not ibv
+  std::string passed_over;
+  const lci::net::backend_entry_t* net =
+      lci::net::network_backend(&passed_over);
+  std::printf("network backend for other nodes: %s%s\n",
+              net ? net->name : "none",
+              passed_over.empty() ? "" : (" (" + passed_over + ")").c_str());
   std::printf("libfabric providers (for ranks on other nodes):%s\n",
               lci::net::find_backend("ofi")
                   ? ""
@@ -411,7 +418,7 @@ void print_json(const report_t& r, const std::vector<step_t>* steps,
     std::printf("%s%s", i ? ", " : "", json_str(built[i].name).c_str());
   std::printf("],\n  \"backends_not_built\": {");
   bool first_missing = true;
-  for (const char* name : {"ofi", "hybrid"}) {
+  for (const char* name : {"ofi", "ibv", "hybrid"}) {
     const std::string why = lci::net::why_not_built(name);
     if (why.empty()) continue;
     std::printf("%s%s: %s", first_missing ? "" : ", ", json_str(name).c_str(),
@@ -419,6 +426,13 @@ void print_json(const report_t& r, const std::vector<step_t>* steps,
     first_missing = false;
   }
   std::printf("},\n");
+  std::string passed_over;
+  const lci::net::backend_entry_t* net =
+      lci::net::network_backend(&passed_over);
+  std::printf("  \"network_backend_other_nodes\": %s,\n",
+              net ? json_str(net->name).c_str() : "null");
+  std::printf("  \"network_backend_why_not_ibv\": %s,\n",
+              passed_over.empty() ? "null" : json_str(passed_over).c_str());
   std::printf("  \"bootstrap_backends\": [");
   const std::vector<std::string> boots = compiled_bootstraps();
   for (size_t i = 0; i < boots.size(); ++i)

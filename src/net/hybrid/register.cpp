@@ -1,10 +1,12 @@
 // The combining backend's entry in the backend registry
 // (net/registry.hpp): the registry's node-local backend for this node's
 // ranks (found by kind), for the others the network backend the runtime
-// attribute net_remote names (auto: the registry's first, socket).
+// attribute net_remote names (auto: net::network_backend, ibv when a device
+// is up, else socket; libfabric when the user names a provider).
 #include "net/hybrid/hybrid.hpp"
 #include "net/registry.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 namespace lci::net::hybrid
 {
@@ -17,19 +19,32 @@ std::unique_ptr<context_t> make(const runtime_attr_t& attr, int rank_me,
 {
   const backend_entry_t* local_backend =
       first_backend(backend_kind_t::node_local);
-  const backend_entry_t* network = attr.net_remote == "auto"
-                                       ? first_backend(backend_kind_t::network)
-                                       : find_backend(attr.net_remote);
-  if (network && network->kind != backend_kind_t::network)
-    util::throw_fatal("alloc_runtime: net_remote '", attr.net_remote,
-                      "' is not a network backend (socket or ofi)");
-  if (!network && attr.net_remote != "auto") {
-    const std::string why = why_not_built(attr.net_remote);
-    util::throw_fatal("alloc_runtime: net_remote '", attr.net_remote,
-                      "' is not in this build",
-                      why.empty() ? "" : " (" + why + ")",
-                      "; built in: ", backend_names());
+  // net_remote names the route; auto: a libfabric provider named by the
+  // user means libfabric, else ibv when a device is up, else socket
+  std::string passed_over;
+  const backend_entry_t* network = nullptr;
+  if (attr.net_remote != "auto") {
+    network = find_backend(attr.net_remote);
+    if (network && network->kind != backend_kind_t::network)
+      util::throw_fatal("alloc_runtime: net_remote '", attr.net_remote,
+                        "' is not a network backend (socket, ofi or ibv)");
+    if (!network) {
+      const std::string why = why_not_built(attr.net_remote);
+      util::throw_fatal("alloc_runtime: net_remote '", attr.net_remote,
+                        "' is not in this build",
+                        why.empty() ? "" : " (" + why + ")",
+                        "; built in: ", backend_names());
+    }
+  } else if (attr.ofi_provider_name != "auto") {
+    network = find_backend("ofi");
   }
+  if (!network) network = network_backend(&passed_over);
+  if (network && !passed_over.empty())
+    LCI_LOG(info, "backend ", attr.backend, ": network backend ", network->name,
+            " for the other nodes (", passed_over, ")");
+  else if (network)
+    LCI_LOG(debug, "backend ", attr.backend, ": network backend ",
+            network->name, " for the other nodes");
   if (!local_backend || !network)
     util::throw_fatal("alloc_runtime: backend ", attr.backend,
                       " needs a node-local and a network backend; built in: ",
