@@ -46,7 +46,8 @@ const backend_entry_t* find_backend(const std::string& name);
 const backend_entry_t* first_backend(backend_kind_t kind);
 // The network backend a combining backend uses for other nodes: ibv when a
 // device with an active port opens here, else the first other network
-// backend (ofi), else ibv all the same (its error then says what is
+// backend (socket, registered before ofi), else ibv all the same (its
+// error then says what is
 // missing); null when the build has none. *why (when given) says why ibv
 // was passed over, empty when it was not.
 const backend_entry_t* network_backend(std::string* why);
