@@ -429,7 +429,7 @@ void coll_t::make_graph()
 
 void coll_t::run_team(const shm_request_t& req, const status_t& status)
 {
-  shm_team_t* team = call_.team;
+  shm_team_t* team = this->team();
   if (!comp_.is_empty()) {
     auto* op = new shm_signal_op_t();
     op->comp = comp_;

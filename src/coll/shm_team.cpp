@@ -216,6 +216,18 @@ std::unique_ptr<shm_team_t> shm_team_t::open(bootstrap::backend_t& boot,
       new shm_team_t(rank_me, rank_n, base, total, slot));
 }
 
+std::unique_ptr<team_base_t> open_node_team(bootstrap::backend_t& boot,
+                                            int rank_me, int rank_n,
+                                            bool node_local,
+                                            bool (*failed)(void*, int),
+                                            void* ctx)
+{
+  std::unique_ptr<shm_team_t> team =
+      shm_team_t::open(boot, rank_me, rank_n, node_local);
+  if (team) team->set_failure_check(failed, ctx);
+  return team;
+}
+
 shm_team_t::shm_team_t(int rank_me, int rank_n, void* base, size_t bytes,
                        size_t slot_bytes)
     : rank_me_(rank_me),

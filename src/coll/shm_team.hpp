@@ -32,12 +32,8 @@
 #include <string>
 #include <vector>
 
+#include "core/coll_support.hpp"
 #include "lci.hpp"
-
-namespace lci::bootstrap
-{
-class backend_t;
-}
 
 namespace lci::coll
 {
@@ -105,13 +101,13 @@ class shm_op_t
   std::vector<char> snapshot_;  // the input, when the output overlaps it
 };
 
-class shm_team_t
+class shm_team_t final : public team_base_t
 {
  public:
-  // Every rank of the runtime calls it at runtime allocation (it runs two
-  // bootstrap allgathers); returns null on every rank unless all of them
-  // opened the segment. `node_local`: every rank runs on this node (the
-  // same answer everywhere).
+  // open_node_team (core/coll_support.hpp): every rank of the runtime
+  // calls it at runtime allocation (it runs two bootstrap allgathers);
+  // returns null on every rank unless all of them opened the segment.
+  // `node_local`: every rank runs on this node (the same answer everywhere).
   static std::unique_ptr<shm_team_t> open(bootstrap::backend_t& boot,
                                           int rank_me, int rank_n,
                                           bool node_local);
@@ -130,14 +126,12 @@ class shm_team_t
   // returns true when the queue is empty. One thread at a time (others
   // return false at once). `failed(ctx, rank)`: whether a rank is known to
   // have failed.
-  bool poll();
+  bool poll() override;
   void set_failure_check(bool (*failed)(void*, int), void* ctx)
   {
     failed_ = failed;
     failed_ctx_ = ctx;
   }
-  // Cheap test for progress: collectives are queued or running.
-  bool pending() const { return npending_.load(std::memory_order_relaxed); }
 
  private:
   struct ctrl_t;
@@ -174,7 +168,6 @@ class shm_team_t
   std::mutex queue_mu_;
   std::deque<shm_op_t*> queue_;
   shm_result_t broken_;
-  std::atomic<size_t> npending_{0};
   std::atomic_flag polling_ = ATOMIC_FLAG_INIT;
 };
 
