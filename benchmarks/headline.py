@@ -99,12 +99,13 @@ def results(name, bench, size, peers, lower, pairwise, scale=1.0, **match):
     return Figure(vals["lci"], {p: vals[p] for p in peers}, best, how)
 
 
-def collective(name, coll, size):
+def collective(name, coll, size, ranks=2):
     """compare_coll.py's file: LCI's best algorithm against each MPI's
-    median time (us per call); ratio of the medians."""
+    median time (us per call) at `ranks` ranks; ratio of the medians."""
     lci, peers = None, {}
     for r in rows_of(name):
-        if r["collective"] != coll or int(r["size"]) != size:
+        if (r["collective"] != coll or int(r["size"]) != size
+                or int(r["ranks"]) != ranks):
             continue
         if r["library"] == "lci":
             t = float(r["median_us"])
@@ -161,6 +162,8 @@ RUNS = {
                 "Threads through loopback"),
     "coll": (OFI_SHM, "41b94df, 2026-11-24", "coll_n2.csv",
              "Collectives (commit 41b94df"),
+    "coll_shm": (SHM, "75830d4, 2026-11-27", "coll_shm_2026-11-27.csv",
+                 "Collectives: large messages through the segment"),
     "hosts": (HOSTS, "02e705f, 2026-11-26", "multihost_2026-11-26.csv",
               "Across two hosts"),
     "capi": (SHM, "02e705f, 2026-11-26", "capi_2026-11-26.csv",
@@ -213,6 +216,19 @@ ROWS = [
         ("allreduce, 1 MiB, 2 ranks (best LCI algorithm)", "allreduce", MIB,
          1),
         ("alltoall, 1 MiB, 2 ranks", "alltoall", MIB, 1))
+] + [
+    ("coll_shm", "%s, %s ranks (loaded machine)" % (coll_label, ranks), "us",
+     True, 1,
+     lambda f, coll=coll, size=size, ranks=ranks: collective(f, coll, size,
+                                                             ranks))
+    for coll_label, coll, size, ranks in (
+        ("allreduce, 1 MiB", "allreduce", MIB, 2),
+        ("broadcast, 1 MiB", "broadcast", MIB, 2),
+        ("reduce, 1 MiB", "reduce", MIB, 2),
+        ("reduce_scatter, 1 MiB", "reduce_scatter", MIB, 2),
+        ("allgather, 4 MiB", "allgather", 4 * MIB, 2),
+        ("alltoall, 4 MiB", "alltoall", 4 * MIB, 2),
+        ("allreduce, 1 MiB", "allreduce", MIB, 4))
 ] + [
     ("hosts", "8 B ping-pong, send/recv, half round trip", "us", True, 2,
      lambda f: results(f, "latency", 8, MPIS, True, False)),

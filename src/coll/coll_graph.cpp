@@ -318,6 +318,7 @@ struct shm_signal_op_t final : shm_op_t {
   status_t status;
   void finish(const shm_result_t& r) override
   {
+    std::unique_ptr<shm_signal_op_t> self(this);
     status_t s = status;
     if (r.errorcode == errorcode_t::fatal_peer_failure) {
       s.error = error_t(r.errorcode);
@@ -325,8 +326,11 @@ struct shm_signal_op_t final : shm_op_t {
     } else if (r.errorcode != errorcode_t::done) {
       throw fatal_error(r.error);
     }
-    comp.p_impl->signal(s);
+    comp_t c = comp;
+    self.reset();
+    c.p_impl->signal(s);
   }
+  void abandon() override { delete this; }
 };
 
 }  // namespace
@@ -425,16 +429,18 @@ void coll_t::make_graph()
 
 void coll_t::run_team(const shm_request_t& req, const status_t& status)
 {
-  shm_team_t* team = call_.team;
+  shm_team_t* team = this->team();
   if (!comp_.is_empty()) {
-    auto op = std::make_shared<shm_signal_op_t>();
+    auto* op = new shm_signal_op_t();
     op->comp = comp_;
     op->status = status;
     team->start(op, req);
     team->poll();  // rounds that need no peer go at once
     return;
   }
-  auto op = std::make_shared<shm_wait_op_t>();
+  // on the stack: this call returns only once the team finished it
+  shm_wait_op_t wait;
+  shm_wait_op_t* op = &wait;
   team->start(op, req);
   // poll the team alone for a short while (a running peer arrives soon,
   // and a progress call in between only delays seeing it), then also every
@@ -512,61 +518,71 @@ graph_node_t reduce_tree(coll_t& c, const void* sendbuf, void* acc,
   return prev;
 }
 
-// At step s a rank sends block (rank - s + shift) to its right neighbour
-// and adds the block (rank - s - 1 + shift) coming from its left. Returns
-// the node that completes when every send and reduction of the phase did.
-graph_node_t ring_reduce_scatter(coll_t& c, char* acc, size_t count,
-                                 size_t item_size, reduce_op_t op, int shift,
-                                 uint64_t base, graph_node_t after)
+namespace
+{
+
+// The ring both phases share: at step s a rank sends block
+// (rank - s + shift) of buf to its right neighbour and receives block
+// (rank - s - 1 + shift) from its left one into into(s, block), steps
+// base..base + n - 2. then(s, block, got, prev) adds what follows the
+// receive and returns the node the next step's send waits for. Returns a
+// node that completes when every send and every step did.
+template <typename Into, typename Then>
+graph_node_t ring_steps(coll_t& c, char* buf, size_t count, size_t item_size,
+                        int shift, uint64_t base, graph_node_t after, Into into,
+                        Then then)
 {
   int me = c.rank, n = c.nranks;
   int right = mod(me + 1, n), left = mod(me - 1, n);
-  size_t max_block = block_of(count, n, 0).len * item_size;
-  char* tmp = c.scratch(max_block * (n - 1));
   graph_node_t prev = after, done = c.join();
   c.edge(after, done);
   for (int s = 0; s < n - 1; ++s) {
     block_t sb = block_of(count, n, mod(me - s + shift, n));
     block_t rb = block_of(count, n, mod(me - s - 1 + shift, n));
     graph_node_t snd =
-        c.send(right, acc + sb.off * item_size, sb.len * item_size, base + s);
+        c.send(right, buf + sb.off * item_size, sb.len * item_size, base + s);
     c.edge(prev, snd);
     c.edge(snd, done);
-    char* t = tmp + s * max_block;
-    graph_node_t got = c.recv(left, t, rb.len * item_size, base + s);
+    graph_node_t got = c.recv(left, into(s, rb), rb.len * item_size, base + s);
     c.edge(after, got);
-    char* dst = acc + rb.off * item_size;
-    graph_node_t red = c.reduce(op, dst, rb.len, rb.len * item_size, {dst, t});
-    c.edge(prev, red);
-    c.edge(got, red);
-    c.edge(red, done);
-    prev = red;
+    prev = then(s, rb, got, prev);
+    c.edge(prev, done);
   }
   return done;
 }
 
+}  // namespace
+
+// A received block goes to scratch and is added into acc's block, which
+// the next step sends on.
+graph_node_t ring_reduce_scatter(coll_t& c, char* acc, size_t count,
+                                 size_t item_size, reduce_op_t op, int shift,
+                                 uint64_t base, graph_node_t after)
+{
+  size_t max_block = block_of(count, c.nranks, 0).len * item_size;
+  char* tmp = c.scratch(max_block * (c.nranks - 1));
+  return ring_steps(
+      c, acc, count, item_size, shift, base, after,
+      [&](int s, block_t) { return tmp + s * max_block; },
+      [&](int s, block_t rb, graph_node_t got, graph_node_t prev) {
+        char* dst = acc + rb.off * item_size;
+        graph_node_t red = c.reduce(op, dst, rb.len, rb.len * item_size,
+                                    {dst, tmp + s * max_block});
+        c.edge(prev, red);
+        c.edge(got, red);
+        return red;
+      });
+}
+
+// A received block lands in place and is the next step's send.
 graph_node_t ring_allgather(coll_t& c, char* buf, size_t count,
                             size_t item_size, int shift, uint64_t base,
                             graph_node_t after)
 {
-  int me = c.rank, n = c.nranks;
-  int right = mod(me + 1, n), left = mod(me - 1, n);
-  graph_node_t prev = after, done = c.join();
-  c.edge(after, done);
-  for (int t = 0; t < n - 1; ++t) {
-    block_t sb = block_of(count, n, mod(me + shift - t, n));
-    block_t rb = block_of(count, n, mod(me + shift - t - 1, n));
-    graph_node_t snd =
-        c.send(right, buf + sb.off * item_size, sb.len * item_size, base + t);
-    c.edge(prev, snd);
-    c.edge(snd, done);
-    graph_node_t got =
-        c.recv(left, buf + rb.off * item_size, rb.len * item_size, base + t);
-    c.edge(after, got);
-    c.edge(got, done);
-    prev = got;
-  }
-  return done;
+  return ring_steps(
+      c, buf, count, item_size, shift, base, after,
+      [&](int, block_t rb) { return buf + rb.off * item_size; },
+      [](int, block_t, graph_node_t got, graph_node_t) { return got; });
 }
 
 }  // namespace lci::coll

@@ -219,7 +219,7 @@ class coll_t
                  size_t size)
   {
     if (nranks > 1 &&
-        !(call_.team && default_algorithm && call_.team->accepts(req)))
+        !(call_.team && default_algorithm && team()->accepts(req)))
       return false;
     status_t status(errorcode_t::done);
     status.rank = rank;
@@ -240,6 +240,8 @@ class coll_t
   void run(void* buffer, size_t size);
 
  private:
+  // the only team there is (core/coll_support.hpp's view of it)
+  shm_team_t* team() const { return static_cast<shm_team_t*>(call_.team); }
   tag_t tag(uint64_t step) const
   {
     return coll_tag(call_.seq, static_cast<uint64_t>(kind_), step);

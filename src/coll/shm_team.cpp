@@ -27,6 +27,8 @@
 #include <utility>
 
 #include "bootstrap/bootstrap.hpp"
+#include "util/config.hpp"
+#include "util/error.hpp"
 
 namespace lci::coll
 {
@@ -37,10 +39,13 @@ constexpr uint64_t kMagic = 0x4c43492d636f6c31ull;  // "LCI-col1"
 // the most ranks of a team: every rank reads every rank's control line in
 // every round (flat), which stops paying somewhere above this
 constexpr int kMaxRanks = 64;
-// the most input bytes per rank a collective may have to run here; larger
-// ones take the point-to-point algorithms, which copy once with
-// cross-memory attach on the native backend
-constexpr size_t kMaxBytes = size_t(256) << 10;
+// The most input bytes per rank an allgather or alltoall runs here (all
+// blocks together for alltoall): above, the point-to-point algorithms move
+// each block with one copy (cross-memory attach on the native backend),
+// where the segment takes two. Broadcast and the reductions run here at any
+// size (chunks through the slots): the copy into the segment is paid once
+// for every reader, and a reduction reads its operands there directly.
+constexpr size_t kMaxGatherBytes = size_t(256) << 10;
 
 struct desc_t {
   uint32_t kind;
@@ -66,11 +71,13 @@ bool overlaps(const void* a, size_t an, const void* b, size_t bn)
   return an && bn && x < y + bn && y < x + an;
 }
 
-// the per-rank slot: 64 KiB up to 16 ranks, then smaller (the segment
-// stays within 2 MiB + 128 KiB), at least 4 KiB
+// The per-rank slot: 1 MiB up to 4 ranks, then smaller so that the slots
+// stay within 8 MiB, at least 4 KiB. Large slots mean few rounds (each a
+// wait for every rank) for large collectives; pages are touched only as far
+// as collectives use them.
 size_t slot_bytes_for(int n)
 {
-  size_t s = n <= 16 ? size_t(64) << 10 : (size_t(2) << 20) / (2 * n);
+  size_t s = n <= 4 ? size_t(1) << 20 : (size_t(8) << 20) / (2 * n);
   return std::max<size_t>(4096, s / 64 * 64);
 }
 
@@ -122,32 +129,52 @@ std::unique_ptr<shm_team_t> shm_team_t::open(bootstrap::backend_t& boot,
                                              bool node_local)
 {
   if (!node_local || rank_n < 2 || rank_n > kMaxRanks) return nullptr;
-  const size_t slot = slot_bytes_for(rank_n);
-  const size_t off_slots =
-      (64 + 64 * static_cast<size_t>(rank_n) + 4095) / 4096 * 4096;
-  const size_t total = off_slots + 2 * slot * static_cast<size_t>(rank_n);
+  // LCI_COLL_SHM_SLOT (bytes, rank 0's value for all): smaller slots make
+  // tests run the several-round pipeline with small buffers
+  size_t slot = slot_bytes_for(rank_n);
+  if (const char* v = util::env_get("LCI_COLL_SHM_SLOT")) {
+    uint64_t x = util::parse_uint("LCI_COLL_SHM_SLOT", v);
+    if (x < 4096 || x > (uint64_t(64) << 20))
+      util::throw_fatal("environment LCI_COLL_SHM_SLOT=", v,
+                        ": not between 4096 and 67108864 bytes");
+    slot = static_cast<size_t>(x) / 64 * 64;
+  }
   // rank 0 creates the segment and tells the others its name ("" when it
-  // could not)
-  char name[64] = {};
+  // could not) and the slot size
+  struct record_t {
+    char name[56];
+    uint64_t slot;
+  } rec = {};
+  static_assert(sizeof(record_t) == 64, "one bootstrap slot");
+  char* name = rec.name;
   int fd = -1;
+  auto total_for = [rank_n](size_t slot_bytes) {
+    const size_t off_slots =
+        (64 + 64 * static_cast<size_t>(rank_n) + 4095) / 4096 * 4096;
+    return off_slots + 2 * slot_bytes * static_cast<size_t>(rank_n);
+  };
   if (rank_me == 0) {
+    rec.slot = slot;
     uint64_t nonce = static_cast<uint64_t>(
         std::chrono::steady_clock::now().time_since_epoch().count());
-    std::snprintf(name, sizeof(name), "/lci-shm-%ld-coll%llx-%llu",
+    std::snprintf(name, sizeof(rec.name), "/lci-shm-%ld-coll%llx-%llu",
                   static_cast<long>(getpid()),
                   static_cast<unsigned long long>(nonce & 0xffffffffu),
                   static_cast<unsigned long long>(name_counter()));
     fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd >= 0 && ftruncate(fd, static_cast<off_t>(total)) != 0) {
+    // the pages are reserved now: a full /dev/shm means no team, never a
+    // SIGBUS in the middle of a collective
+    if (fd >= 0 &&
+        posix_fallocate(fd, 0, static_cast<off_t>(total_for(slot))) != 0) {
       close(fd);
       shm_unlink(name);
       fd = -1;
     }
     if (fd < 0) name[0] = '\0';
   }
-  std::vector<char> names(64 * static_cast<size_t>(rank_n));
+  std::vector<record_t> recs(static_cast<size_t>(rank_n));
   try {
-    boot.allgather(name, names.data(), 64);
+    boot.allgather(&rec, recs.data(), sizeof(record_t));
   } catch (...) {
     if (fd >= 0) {
       close(fd);
@@ -155,8 +182,10 @@ std::unique_ptr<shm_team_t> shm_team_t::open(bootstrap::backend_t& boot,
     }
     throw;
   }
-  std::memcpy(name, names.data(), 64);
-  name[63] = '\0';
+  rec = recs[0];
+  rec.name[sizeof(rec.name) - 1] = '\0';
+  slot = static_cast<size_t>(rec.slot);
+  const size_t total = total_for(slot);
   void* base = MAP_FAILED;
   if (name[0] != '\0') {
     if (rank_me != 0) fd = shm_open(name, O_RDWR, 0);
@@ -187,6 +216,18 @@ std::unique_ptr<shm_team_t> shm_team_t::open(bootstrap::backend_t& boot,
       new shm_team_t(rank_me, rank_n, base, total, slot));
 }
 
+std::unique_ptr<team_base_t> open_node_team(bootstrap::backend_t& boot,
+                                            int rank_me, int rank_n,
+                                            bool node_local,
+                                            bool (*failed)(void*, int),
+                                            void* ctx)
+{
+  std::unique_ptr<shm_team_t> team =
+      shm_team_t::open(boot, rank_me, rank_n, node_local);
+  if (team) team->set_failure_check(failed, ctx);
+  return team;
+}
+
 shm_team_t::shm_team_t(int rank_me, int rank_n, void* base, size_t bytes,
                        size_t slot_bytes)
     : rank_me_(rank_me),
@@ -198,7 +239,13 @@ shm_team_t::shm_team_t(int rank_me, int rank_n, void* base, size_t bytes,
   static_assert(sizeof(ctrl_t) == 64, "one line per rank");
 }
 
-shm_team_t::~shm_team_t() { munmap(base_, bytes_); }
+shm_team_t::~shm_team_t()
+{
+  // nonblocking collectives never completed (their runtime is being freed)
+  if (current_) current_->abandon();
+  for (shm_op_t* op : queue_) op->abandon();
+  munmap(base_, bytes_);
+}
 
 shm_team_t::ctrl_t* shm_team_t::ctrl(int r) const
 {
@@ -221,21 +268,21 @@ bool shm_team_t::accepts(const shm_request_t& r) const
     case shm_kind_t::barrier:
       return true;
     case shm_kind_t::broadcast:
+      return true;
     case shm_kind_t::allgather:
-      return r.size <= kMaxBytes;
+      return r.size <= kMaxGatherBytes;
     case shm_kind_t::alltoall:
-      return r.size <= kMaxBytes / n && slot_bytes_ / n > 0;
+      return r.size <= kMaxGatherBytes / n && slot_bytes_ / n > 0;
     case shm_kind_t::reduce:
     case shm_kind_t::allreduce:
-      return r.item_size <= slot_bytes_ && r.count * r.item_size <= kMaxBytes;
+      return r.item_size <= slot_bytes_;
     case shm_kind_t::reduce_scatter:
-      return r.item_size <= slot_bytes_ / n &&
-             r.count * r.item_size <= kMaxBytes / n;
+      return r.item_size <= slot_bytes_ / n;
   }
   return false;
 }
 
-void shm_team_t::start(std::shared_ptr<shm_op_t> op, const shm_request_t& req)
+void shm_team_t::start(shm_op_t* op, const shm_request_t& req)
 {
   const size_t n = static_cast<size_t>(rank_n_);
   shm_op_t& o = *op;
@@ -410,6 +457,7 @@ bool shm_team_t::needs(const shm_op_t& op, int j) const
 int shm_team_t::wait_for(shm_op_t& op, uint64_t e, bool all,
                          shm_result_t* result)
 {
+  if (all && all_seen_ >= e) return 1;
   for (; op.waiting_ < rank_n_; ++op.waiting_) {
     const int j = op.waiting_;
     if (j == rank_me_ || !(all || needs(op, j))) continue;
@@ -424,6 +472,10 @@ int shm_team_t::wait_for(shm_op_t& op, uint64_t e, bool all,
     result->error = os.str();
     return -1;
   }
+  // broadcast and reduce need only some ranks; the others need every one
+  if (all || (op.req_.kind != shm_kind_t::broadcast &&
+              op.req_.kind != shm_kind_t::reduce))
+    all_seen_ = std::max(all_seen_, e);
   return 1;
 }
 
@@ -477,52 +529,62 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
 
 bool shm_team_t::poll()
 {
-  if (npending_.load(std::memory_order_acquire) == 0) return true;
-  if (polling_.test_and_set(std::memory_order_acquire)) return false;
-  std::vector<std::pair<std::shared_ptr<shm_op_t>, shm_result_t>> ended;
-  bool empty = false;
-  try {
-    for (;;) {
-      if (!current_) {
-        std::lock_guard<std::mutex> lock(queue_mu_);
-        if (queue_.empty()) {
-          empty = true;
-          break;
-        }
-        current_ = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      shm_result_t r;
-      if (!advance(*current_, &r)) break;
-      if (r.errorcode != errorcode_t::done) {
-        // the ranks no longer agree on the rounds: every later collective
-        // of the team fails with this error
-        std::lock_guard<std::mutex> lock(queue_mu_);
-        broken_ = r;
-        for (auto& q : queue_) ended.emplace_back(std::move(q), r);
-        npending_.fetch_sub(queue_.size(), std::memory_order_relaxed);
-        queue_.clear();
-      }
-      npending_.fetch_sub(1, std::memory_order_release);
-      ended.emplace_back(std::move(current_), r);
-      current_.reset();
-    }
-  } catch (...) {
-    polling_.clear(std::memory_order_release);
-    throw;
-  }
-  polling_.clear(std::memory_order_release);
-  // outside the lock: a completion may start the next collective
-  std::exception_ptr first;
-  for (auto& e : ended) {
+  for (;;) {
+    if (npending_.load(std::memory_order_acquire) == 0) return true;
+    if (polling_.test_and_set(std::memory_order_acquire)) return false;
+    shm_op_t* ended = nullptr;
+    bool empty = false;
+    shm_result_t r;
+    std::vector<shm_op_t*> dropped;  // queued behind a failure
     try {
-      e.first->finish(e.second);
+      for (;;) {
+        if (!current_) {
+          std::lock_guard<std::mutex> lock(queue_mu_);
+          if (queue_.empty()) {
+            empty = true;
+            break;
+          }
+          current_ = queue_.front();
+          queue_.pop_front();
+        }
+        if (!advance(*current_, &r)) break;
+        if (r.errorcode != errorcode_t::done) {
+          // the ranks no longer agree on the rounds: every later
+          // collective of the team fails with this error
+          std::lock_guard<std::mutex> lock(queue_mu_);
+          broken_ = r;
+          dropped.assign(queue_.begin(), queue_.end());
+          npending_.fetch_sub(queue_.size(), std::memory_order_relaxed);
+          queue_.clear();
+        }
+        npending_.fetch_sub(1, std::memory_order_release);
+        ended = current_;
+        current_ = nullptr;
+        break;
+      }
     } catch (...) {
-      if (!first) first = std::current_exception();
+      polling_.clear(std::memory_order_release);
+      throw;
     }
+    polling_.clear(std::memory_order_release);
+    if (!ended) return empty;
+    // outside the flag: a completion may start the next collective; one
+    // collective at a time, so the blocking path allocates nothing
+    std::exception_ptr first;
+    try {
+      ended->finish(r);
+    } catch (...) {
+      first = std::current_exception();
+    }
+    for (shm_op_t* d : dropped) {
+      try {
+        d->finish(r);
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+    if (first) std::rethrow_exception(first);
   }
-  if (first) std::rethrow_exception(first);
-  return empty;
 }
 
 }  // namespace lci::coll

@@ -32,12 +32,8 @@
 #include <string>
 #include <vector>
 
+#include "core/coll_support.hpp"
 #include "lci.hpp"
-
-namespace lci::bootstrap
-{
-class backend_t;
-}
 
 namespace lci::coll
 {
@@ -80,12 +76,18 @@ struct shm_result_t {
 };
 
 // A collective in progress; `finish` runs once, after it ended, outside the
-// team's lock, from the thread that drove it to its end.
+// team's lock, from the thread that drove it to its end. The team does not
+// own it: a blocking caller keeps it on its stack until `finish` ran, a
+// nonblocking one on the heap, where `finish` (or `abandon`, for a
+// collective still queued when the team is freed) deletes it. No allocation
+// on the blocking path: a small collective costs little more than its
+// cache-line transfers.
 class shm_op_t
 {
  public:
   virtual ~shm_op_t() = default;
   virtual void finish(const shm_result_t& result) = 0;
+  virtual void abandon() {}
 
  private:
   friend class shm_team_t;
@@ -99,13 +101,13 @@ class shm_op_t
   std::vector<char> snapshot_;  // the input, when the output overlaps it
 };
 
-class shm_team_t
+class shm_team_t final : public team_base_t
 {
  public:
-  // Every rank of the runtime calls it at runtime allocation (it runs two
-  // bootstrap allgathers); returns null on every rank unless all of them
-  // opened the segment. `node_local`: every rank runs on this node (the
-  // same answer everywhere).
+  // open_node_team (core/coll_support.hpp): every rank of the runtime
+  // calls it at runtime allocation (it runs two bootstrap allgathers);
+  // returns null on every rank unless all of them opened the segment.
+  // `node_local`: every rank runs on this node (the same answer everywhere).
   static std::unique_ptr<shm_team_t> open(bootstrap::backend_t& boot,
                                           int rank_me, int rank_n,
                                           bool node_local);
@@ -119,19 +121,17 @@ class shm_team_t
   // Queues the collective (after the ones started before it). A team that
   // failed (a peer died, ranks disagreed) finishes it at once with that
   // error.
-  void start(std::shared_ptr<shm_op_t> op, const shm_request_t& req);
+  void start(shm_op_t* op, const shm_request_t& req);
   // Runs the queued collectives as far as they can go without waiting;
   // returns true when the queue is empty. One thread at a time (others
   // return false at once). `failed(ctx, rank)`: whether a rank is known to
   // have failed.
-  bool poll();
+  bool poll() override;
   void set_failure_check(bool (*failed)(void*, int), void* ctx)
   {
     failed_ = failed;
     failed_ctx_ = ctx;
   }
-  // Cheap test for progress: collectives are queued or running.
-  bool pending() const { return npending_.load(std::memory_order_relaxed); }
 
  private:
   struct ctrl_t;
@@ -155,16 +155,19 @@ class shm_team_t
   size_t bytes_;
   size_t slot_bytes_;
   uint64_t epoch_ = 0;  // rounds this rank completed
+  // every rank is known to have published this round (a round that
+  // needed every rank saw them all): the next round's check of the
+  // previous one then reads no other rank's line
+  uint64_t all_seen_ = 0;
   bool (*failed_)(void*, int) = nullptr;
   void* failed_ctx_ = nullptr;
   // the collective being run (only by the thread that holds polling_)
-  std::shared_ptr<shm_op_t> current_;
+  shm_op_t* current_ = nullptr;
   // the collectives started after it, oldest first, and the error that
   // stopped the team (errorcode done while it works); under queue_mu_
   std::mutex queue_mu_;
-  std::deque<std::shared_ptr<shm_op_t>> queue_;
+  std::deque<shm_op_t*> queue_;
   shm_result_t broken_;
-  std::atomic<size_t> npending_{0};
   std::atomic_flag polling_ = ATOMIC_FLAG_INIT;
 };
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "coll/shm_team.hpp"
+#include "core/coll_support.hpp"
 #include "core/peer_failure.hpp"
 #include "core/progress.hpp"
 #include "core/protocol.hpp"
@@ -113,16 +113,14 @@ void setup_runtime(runtime_impl_t* rt)
     bool node_local =
         std::all_of(nodes.begin(), nodes.end(),
                     [&](const std::string& n) { return n == nodes[0]; });
-    std::unique_ptr<coll::shm_team_t> team = coll::shm_team_t::open(
-        *rt->bootstrap, rt->rank_me, rt->rank_n, node_local);
-    if (team) {
-      team->set_failure_check(
-          [](void* ctx, int r) {
-            return peer_is_failed(static_cast<runtime_impl_t*>(ctx), r);
-          },
-          rt);
-      rt->coll_team = {team.release(), [](coll::shm_team_t* t) { delete t; }};
-    }
+    std::unique_ptr<coll::team_base_t> team = coll::open_node_team(
+        *rt->bootstrap, rt->rank_me, rt->rank_n, node_local,
+        [](void* ctx, int r) {
+          return peer_is_failed(static_cast<runtime_impl_t*>(ctx), r);
+        },
+        rt);
+    if (team)
+      rt->coll_team = {team.release(), [](coll::team_base_t* t) { delete t; }};
   }
   const net::caps_t& caps = rt->net_context->caps();
   rt->attr.backend = caps.backend;  // auto: the backend in force

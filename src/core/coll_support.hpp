@@ -17,16 +17,56 @@
 //               peer-failure sweep also reads (a collective whose peer
 //               failed must fail on every rank, including ranks that were
 //               waiting for a live rank that depended on the failed one).
+//
+// And the other way, the hook through which the core reaches the
+// collective layer without including it: team_base_t, the part of the
+// node-local team (coll/shm_team.hpp) that progress advances, and
+// open_node_team, declared here and defined by the collective layer
+// (coll/shm_team.cpp), which alloc_runtime calls to open the team.
 #ifndef LCI_CORE_COLL_SUPPORT_HPP
 #define LCI_CORE_COLL_SUPPORT_HPP
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "lci.hpp"
 
+namespace lci::bootstrap
+{
+class backend_t;
+}
+
 namespace lci::coll
 {
-class shm_team_t;
+
+// The node-local team as the core sees it: whether collectives are queued
+// (one relaxed load, on every progress call) and a poll that advances
+// them.
+class team_base_t
+{
+ public:
+  virtual ~team_base_t() = default;
+  bool pending() const { return npending_.load(std::memory_order_relaxed); }
+  // Runs the queued collectives as far as they go without waiting; true
+  // when none is left. One thread at a time (others return false at once).
+  virtual bool poll() = 0;
+
+ protected:
+  std::atomic<size_t> npending_{0};
+};
+
+// Opens the node-local team of a runtime (defined by the collective layer,
+// coll/shm_team.cpp). Every rank calls it at runtime allocation, in the
+// same place (it runs bootstrap allgathers); null on every rank unless all
+// of them opened it. `node_local`: every rank runs on this node (the same
+// answer everywhere); `failed(ctx, rank)`: whether a rank is known failed.
+std::unique_ptr<team_base_t> open_node_team(bootstrap::backend_t& boot,
+                                            int rank_me, int rank_n,
+                                            bool node_local,
+                                            bool (*failed)(void*, int),
+                                            void* ctx);
 
 // A collective call's resources, resolved once.
 struct call_t {
@@ -38,7 +78,7 @@ struct call_t {
   // the node-local team (coll/shm_team.hpp) when `engine` is the runtime's
   // collective engine and the runtime has one, else null (collectives of
   // other engines may run concurrently with the team's)
-  shm_team_t* team = nullptr;
+  team_base_t* team = nullptr;
   // this collective's number among those started on `engine` (wraps at
   // 2^kSeqBits)
   uint64_t seq = 0;

@@ -13,9 +13,9 @@
 #include <thread>
 #include <vector>
 
-#include "coll/shm_team.hpp"
 #include "comp/counter.hpp"
 #include "comp/sync.hpp"
+#include "core/coll_support.hpp"
 #include "core/peer_failure.hpp"
 #include "core/protocol.hpp"
 #include "core/recv.hpp"
@@ -617,7 +617,7 @@ error_t progress_device(device_impl_t* dev)
   // nonblocking node-local collectives advance in any progress call of
   // their runtime (not counted as work: a wait for a slow peer still
   // yields the core)
-  coll::shm_team_t* team = dev->runtime->coll_team.get();
+  coll::team_base_t* team = dev->runtime->coll_team.get();
   if (team && team->pending()) team->poll();
   size_t n = progress_step(dev);
   if (n == 0 && dev->attentive) n = progress_other(dev);

@@ -23,7 +23,7 @@
 
 namespace lci::coll
 {
-class shm_team_t;
+class team_base_t;
 }
 
 namespace lci
@@ -125,8 +125,9 @@ class runtime_impl_t
   // the node-local collectives' shared segment (coll/shm_team.hpp): null
   // unless every rank runs on this node and attr.coll_shm. Its deleter is
   // set by whoever opens it (core/alloc_runtime.cpp), so that the runtime,
-  // a resource, needs only the name of that collective-layer type.
-  std::unique_ptr<coll::shm_team_t, void (*)(coll::shm_team_t*)> coll_team{
+  // a resource, needs only the name of the core's view of the team
+  // (core/coll_support.hpp).
+  std::unique_ptr<coll::team_base_t, void (*)(coll::team_base_t*)> coll_team{
       nullptr, nullptr};
   // where active-message buffers come from (set_allocator); null: the
   // default allocator, malloc and free, called directly
