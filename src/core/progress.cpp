@@ -25,6 +25,7 @@
 #include "core/transfer.hpp"
 #include "resource/matching_engine.hpp"
 #include "resource/packet_pool.hpp"
+#include "resource/raw_net.hpp"
 #include "resource/runtime.hpp"
 #include "util/copy.hpp"
 #include "util/error.hpp"
@@ -385,6 +386,12 @@ void message_failed(device_impl_t* dev, const net::cqe_t& c)
 // One completion.
 void handle_cqe(device_impl_t* dev, const net::cqe_t& c)
 {
+  // a raw operation's (net_post_*: a device that net_poll_cq should have
+  // polled): not one of ours, dropped
+  if (__builtin_expect(
+          c.kind != net::cqe_t::kind_t::message && raw_op_t::is_tagged(c.ctx),
+          0))
+    return raw_op_t::drop(c.ctx);
   switch (c.kind) {
     case net::cqe_t::kind_t::send:
       if (c.error) return message_failed(dev, c);
@@ -591,7 +598,9 @@ size_t progress_other(device_impl_t* self)
   device_impl_t* other = rt->devices.get(rng % ndev, nullptr);
   size_t n = 0;
   try {
-    if (other && other != self) n = progress_once(other);
+    // (a raw device is its owner's: net_poll_cq)
+    if (other && other != self && !other->raw.in_use())
+      n = progress_once(other);
   } catch (...) {
     rt->attentive_pollers.fetch_sub(1, std::memory_order_release);
     throw;
