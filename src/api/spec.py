@@ -234,9 +234,10 @@ RESOURCES = [
 RT = opt("runtime_t", "runtime", "runtime_t()")
 DEV = opt("device_t", "device", "device_t()")
 
-# upstream LCI 2's option of completion objects: deliver an eager active
-# message in its packet (returned with put_upacket) instead of a copy; true
-# is refused for now (docs/ARCHITECTURE.md, "Compatibility with upstream")
+# upstream LCI 2's option of completion objects (paper 3.3.1): true
+# delivers an eager active message in a packet (the status's buffer, a user
+# packet given back with put_upacket) instead of a copy from the runtime's
+# allocator; one above the eager limit still comes from the allocator
 ZERO_COPY_AM = opt("bool", "zero_copy_am", "false")
 
 # why get_g_default_attr and set_g_default_attr have no C form

@@ -16,6 +16,8 @@
 #include "coll/shm_team.hpp"
 #include "comp/counter.hpp"
 #include "comp/sync.hpp"
+#include "comp/zero_copy.hpp"
+#include "core/am_packet.hpp"
 #include "core/peer_failure.hpp"
 #include "core/protocol.hpp"
 #include "core/recv.hpp"
@@ -109,6 +111,9 @@ void deliver_am(runtime_impl_t* rt, const msg_header_t& hdr,
                       " targets remote completion ", hdr.aux(),
                       ", which is not registered here");
   }
+  // zero_copy_am: the payload in a packet of its own (core/am_packet.cpp)
+  if (__builtin_expect(comp::is_zero_copy(comp), 0))
+    return deliver_am_packet(rt, hdr, payload, size, pkt, comp);
   void* buf = nullptr;
   // a counter only counts: nobody would free a copy of the payload
   if (size > 0 && !is_counter(comp)) {
