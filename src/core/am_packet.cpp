@@ -7,9 +7,8 @@
 namespace lci
 {
 
-void deliver_am_packet(runtime_impl_t* rt, const msg_header_t& hdr,
-                       const char* payload, size_t size, packet_t* pkt,
-                       comp_impl_t* comp)
+void* am_packet(runtime_impl_t* rt, const msg_header_t& hdr,
+                const char* payload, size_t size, packet_t* pkt)
 {
   constexpr size_t kHead = packet_pool_impl_t::kHeaderBytes;
   char* buf = nullptr;
@@ -39,12 +38,7 @@ void deliver_am_packet(runtime_impl_t* rt, const msg_header_t& hdr,
   // the receiver's until put_upacket
   pkt->recv_owner = nullptr;
   pkt->user_owned.store(true, std::memory_order_relaxed);
-  status_t s(errorcode_t::done);
-  s.rank = hdr.rank;
-  s.buffer = buf;
-  s.size = size;
-  s.tag = hdr.tag;
-  comp->signal(s);
+  return buf;
 }
 
 }  // namespace lci

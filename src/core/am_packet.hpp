@@ -14,13 +14,13 @@
 namespace lci
 {
 
-// An eager active message for `comp` (a zero_copy_am object): `payload`
-// (`size` bytes) is in the receive packet `pkt` (which it keeps), or in
-// the poller's scratch (pkt null: copied into a packet of the runtime's
-// default pool). Signals comp.
-void deliver_am_packet(runtime_impl_t* rt, const msg_header_t& hdr,
-                       const char* payload, size_t size, packet_t* pkt,
-                       comp_impl_t* comp);
+// The buffer of an eager active message for a zero_copy_am object: the
+// payload (`size` bytes) in a packet, the user's until put_upacket: the
+// receive packet `pkt` itself when the payload is in it (it keeps it),
+// else a packet of the runtime's default pool holding a copy (pkt, if
+// any, goes back). Throws fatal_error when the pool has none free.
+void* am_packet(runtime_impl_t* rt, const msg_header_t& hdr,
+                const char* payload, size_t size, packet_t* pkt);
 
 }  // namespace lci
 

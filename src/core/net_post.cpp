@@ -148,11 +148,14 @@ raw_op_t* new_op(net_opcode_t opcode, int rank, void* user_context, size_t size)
 
 // A write of `size` bytes from buffer; `copy`: from a copy of it (the
 // inject forms), so that the post is done at once.
-error_t raw_write(const raw_call_t& c, const char* call, int rank, void* buffer,
-                  size_t size, void* desc, uint64_t offset, const rmr_t& rmr,
+error_t raw_write(const char* call, runtime_t runtime, device_t device,
+                  endpoint_t endpoint, int rank, void* buffer, size_t size,
+                  mr_t mr, uint64_t offset, const rmr_t& rmr,
                   void* user_context, bool imm, net_imm_data_t imm_data,
                   bool copy)
 {
+  raw_call_t c = resolve_raw(runtime, device, endpoint, call);
+  void* desc = copy ? nullptr : local_desc(c, call, mr, buffer, size);
   check_rank(c, call, rank);
   check_buffer(call, buffer, size);
   check_size(c, call, size);
@@ -329,10 +332,8 @@ error_t net_post_puts_x::call_impl(int rank, void* buffer, size_t size,
                                    runtime_t runtime, device_t device,
                                    endpoint_t endpoint, void* user_context)
 {
-  const char* call = "net_post_puts";
-  raw_call_t c = resolve_raw(runtime, device, endpoint, call);
-  return raw_write(c, call, rank, buffer, size, nullptr, offset, rmr,
-                   user_context, false, 0, true);
+  return raw_write("net_post_puts", runtime, device, endpoint, rank, buffer,
+                   size, mr_t(), offset, rmr, user_context, false, 0, true);
 }
 
 error_t net_post_put_x::call_impl(int rank, void* buffer, size_t size, mr_t mr,
@@ -340,11 +341,8 @@ error_t net_post_put_x::call_impl(int rank, void* buffer, size_t size, mr_t mr,
                                   device_t device, endpoint_t endpoint,
                                   void* user_context)
 {
-  const char* call = "net_post_put";
-  raw_call_t c = resolve_raw(runtime, device, endpoint, call);
-  void* desc = local_desc(c, call, mr, buffer, size);
-  return raw_write(c, call, rank, buffer, size, desc, offset, rmr, user_context,
-                   false, 0, false);
+  return raw_write("net_post_put", runtime, device, endpoint, rank, buffer,
+                   size, mr, offset, rmr, user_context, false, 0, false);
 }
 
 error_t net_post_putImms_x::call_impl(int rank, void* buffer, size_t size,
@@ -353,10 +351,9 @@ error_t net_post_putImms_x::call_impl(int rank, void* buffer, size_t size,
                                       endpoint_t endpoint, void* user_context,
                                       net_imm_data_t imm_data)
 {
-  const char* call = "net_post_putImms";
-  raw_call_t c = resolve_raw(runtime, device, endpoint, call);
-  return raw_write(c, call, rank, buffer, size, nullptr, offset, rmr,
-                   user_context, true, imm_data, true);
+  return raw_write("net_post_putImms", runtime, device, endpoint, rank, buffer,
+                   size, mr_t(), offset, rmr, user_context, true, imm_data,
+                   true);
 }
 
 error_t net_post_putImm_x::call_impl(int rank, void* buffer, size_t size,
@@ -365,11 +362,8 @@ error_t net_post_putImm_x::call_impl(int rank, void* buffer, size_t size,
                                      endpoint_t endpoint, void* user_context,
                                      net_imm_data_t imm_data)
 {
-  const char* call = "net_post_putImm";
-  raw_call_t c = resolve_raw(runtime, device, endpoint, call);
-  void* desc = local_desc(c, call, mr, buffer, size);
-  return raw_write(c, call, rank, buffer, size, desc, offset, rmr, user_context,
-                   true, imm_data, false);
+  return raw_write("net_post_putImm", runtime, device, endpoint, rank, buffer,
+                   size, mr, offset, rmr, user_context, true, imm_data, false);
 }
 
 error_t net_post_get_x::call_impl(int rank, void* buffer, size_t size, mr_t mr,

@@ -111,12 +111,13 @@ void deliver_am(runtime_impl_t* rt, const msg_header_t& hdr,
                       " targets remote completion ", hdr.aux(),
                       ", which is not registered here");
   }
-  // zero_copy_am: the payload in a packet of its own (core/am_packet.cpp)
-  if (__builtin_expect(comp::is_zero_copy(comp), 0))
-    return deliver_am_packet(rt, hdr, payload, size, pkt, comp);
   void* buf = nullptr;
-  // a counter only counts: nobody would free a copy of the payload
-  if (size > 0 && !is_counter(comp)) {
+  if (__builtin_expect(comp::is_zero_copy(comp), 0)) {
+    // zero_copy_am: the payload in a packet (core/am_packet.cpp)
+    buf = am_packet(rt, hdr, payload, size, pkt);
+    pkt = nullptr;
+  } else if (size > 0 && !is_counter(comp)) {
+    // (a counter only counts: nobody would free a copy of the payload)
     allocator_base_t* a = rt->allocator.load(std::memory_order_acquire);
     buf = a ? a->allocate(size) : std::malloc(size);
     if (!buf) {
