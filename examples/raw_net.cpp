@@ -8,34 +8,52 @@
 #include <cstdio>
 #include <cstdlib>
 #include <lci.hpp>
+#include <vector>
 
 namespace
 {
+
+std::vector<lci::net_status_t> g_early;  // polled before they were awaited
+
+// Polls once, keeping what completed (a refused post polls too: the
+// provider may need it to make room).
+void poll()
+{
+  lci::net_status_t s[4];
+  size_t n = lci::net_poll_cq(4, s);
+  for (size_t i = 0; i < n; ++i) {
+    if (s[i].opcode == lci::net_opcode_t::ERROR) {
+      std::fprintf(stderr, "raw_net: an operation with rank %d failed\n",
+                   s[i].rank);
+      std::exit(1);
+    }
+    g_early.push_back(s[i]);
+  }
+}
 
 // Polls until a completion of `op` arrives; returns it.
 lci::net_status_t wait(lci::net_opcode_t op)
 {
   for (;;) {
-    lci::net_status_t s;
-    if (lci::net_poll_cq(1, &s) == 1) {
-      if (s.opcode == lci::net_opcode_t::ERROR) {
-        std::fprintf(stderr, "raw_net: an operation with rank %d failed\n",
-                     s.rank);
-        std::exit(1);
+    for (size_t i = 0; i < g_early.size(); ++i) {
+      if (g_early[i].opcode == op) {
+        lci::net_status_t s = g_early[i];
+        g_early.erase(g_early.begin() + static_cast<long>(i));
+        return s;
       }
-      if (s.opcode == op) return s;
     }
+    poll();
   }
 }
 
 void post_recv(void* buf, size_t size)
 {
-  while (lci::net_post_recv(buf, size, lci::MR_HOST).is_retry()) continue;
+  while (lci::net_post_recv(buf, size, lci::MR_HOST).is_retry()) poll();
 }
 
 void send(int rank, void* buf, size_t size)
 {
-  while (lci::net_post_send(rank, buf, size, lci::MR_HOST).is_retry()) continue;
+  while (lci::net_post_send(rank, buf, size, lci::MR_HOST).is_retry()) poll();
   wait(lci::net_opcode_t::SEND);  // the buffer may be reused now
 }
 
@@ -89,7 +107,7 @@ int main()
       while (lci::net_post_putImm_x(peer, hello, sizeof(hello), hmr, 16, rmr)
                  .imm_data(16)()
                  .is_retry())
-        continue;
+        poll();
       wait(lci::net_opcode_t::WRITE);
       lci::deregister_memory(&hmr);
     }

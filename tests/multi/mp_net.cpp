@@ -21,6 +21,15 @@ namespace
 
 std::vector<lci::net_status_t> g_seen;  // polled, not yet waited for
 
+// Polls once, keeping what completed for wait_for (a refused post calls
+// it: a provider may need the poll to make room).
+void poll_some()
+{
+  lci::net_status_t st[8];
+  size_t n = lci::net_poll_cq(8, st);
+  g_seen.insert(g_seen.end(), st, st + n);
+}
+
 // Polls until a completion of `op` with `ctx` arrived (30 s at most);
 // returns it.
 lci::net_status_t wait_for(lci::net_opcode_t op, void* ctx,
@@ -70,7 +79,7 @@ void recv_from_peer(void* buf, size_t size, size_t expect, int* ctx)
   lci::error_t e;
   while ((e = lci::net_post_recv_x(buf, size, lci::MR_HOST).user_context(ctx)())
              .is_retry())
-    lci::net_poll_cq(0, nullptr);
+    poll_some();
   CHECK(e.is_posted(), "net_post_recv: %s", e.get_str());
   lci::net_status_t s = wait_for(lci::net_opcode_t::RECV, ctx);
   CHECK(s.length == expect, "RECV length %zu, want %zu", s.length, expect);
@@ -82,7 +91,7 @@ void send_to_peer(int peer, void* buf, size_t size, int* ctx)
   while ((e = lci::net_post_send_x(peer, buf, size, lci::MR_HOST)
                   .user_context(ctx)())
              .is_retry())
-    lci::net_poll_cq(0, nullptr);
+    poll_some();
   CHECK(e.is_posted(), "net_post_send: %s", e.get_str());
   lci::net_status_t s = wait_for(lci::net_opcode_t::SEND, ctx);
   CHECK(s.rank == peer && s.length == size, "SEND rank %d length %zu", s.rank,
@@ -163,7 +172,7 @@ int main()
     if (me == 0) {
       lci::error_t e;
       while ((e = lci::net_post_sends(peer, small, sizeof(small))).is_retry())
-        lci::net_poll_cq(0, nullptr);
+        poll_some();
       CHECK(e.is_done(), "net_post_sends: %s", e.get_str());
       recv_from_peer(in.data(), in.size(), 0, &rctx);
     } else {
@@ -195,7 +204,7 @@ int main()
   while ((e = lci::net_post_put_x(peer, local.data(), 1000, lmr, 100, theirs)
                   .user_context(&wctx)())
              .is_retry())
-    lci::net_poll_cq(0, nullptr);
+    poll_some();
   CHECK(e.is_posted(), "net_post_put: %s", e.get_str());
   lci::net_status_t s = wait_for(lci::net_opcode_t::WRITE, &wctx);
   CHECK(s.rank == peer, "WRITE rank %d", s.rank);
@@ -203,7 +212,7 @@ int main()
   char eight[8];
   fill(eight, 8, 20 + me);
   while ((e = lci::net_post_puts(peer, eight, 8, 4000, theirs)).is_retry())
-    lci::net_poll_cq(0, nullptr);
+    poll_some();
   CHECK(e.is_done(), "net_post_puts: %s", e.get_str());
   std::memset(eight, 0, sizeof(eight));
   // the peer's puts land here: wait for their bytes (polling: a software
@@ -226,7 +235,7 @@ int main()
                  .imm_data(0xabc0 + static_cast<unsigned>(me))
                  .user_context(&wctx)())
             .is_retry())
-      lci::net_poll_cq(0, nullptr);
+      poll_some();
     CHECK(e.is_posted(), "net_post_putImm: %s", e.get_str());
     wait_for(lci::net_opcode_t::WRITE, &wctx);
     s = wait_for(lci::net_opcode_t::REMOTE_WRITE, nullptr);
@@ -239,7 +248,7 @@ int main()
     while ((e = lci::net_post_putImms_x(peer, four, 4, 16384, theirs)
                     .imm_data(0x77)())
                .is_retry())
-      lci::net_poll_cq(0, nullptr);
+      poll_some();
     CHECK(e.is_done(), "net_post_putImms: %s", e.get_str());
     s = wait_for(lci::net_opcode_t::REMOTE_WRITE, nullptr);
     CHECK(s.imm_data == 0x77u, "imm %x", s.imm_data);
@@ -256,7 +265,7 @@ int main()
                                   kRegion / 2, theirs)
                   .user_context(&gctx)())
              .is_retry())
-    lci::net_poll_cq(0, nullptr);
+    poll_some();
   CHECK(e.is_posted(), "net_post_get: %s", e.get_str());
   s = wait_for(lci::net_opcode_t::READ, &gctx);
   CHECK(s.rank == peer && s.length == kRegion / 2, "READ rank %d length %zu",
@@ -308,6 +317,43 @@ int main()
         [&] { lci::net_post_recv_x(in.data(), 8, lci::MR_HOST).device(d)(); },
         "net_post_recv", "net_max_recvs");
     lci::free_device(&d);
+  }
+
+  {
+    // a raw device of its own (net_max_recvs 0) beside the default one: a
+    // message each way on it, then freed
+    lci::device_t raw = lci::alloc_device_x().net_max_recvs(0)();
+    CHECK(raw.get_attr_net_max_recvs() == 0, "raw device's net_max_recvs %zu",
+          raw.get_attr_net_max_recvs());
+    long v = 1000 + me, got = -1;
+    int rc = 0, sc = 0, seen = 0;
+    // (polls while a post is refused: a provider may need it to make room)
+    auto poll_raw = [&] {
+      lci::net_status_t st;
+      if (lci::net_poll_cq_x(1, &st).device(raw)() != 1) return;
+      CHECK(
+          (st.opcode == lci::net_opcode_t::RECV && st.user_context == &rc) ||
+              (st.opcode == lci::net_opcode_t::SEND && st.user_context == &sc),
+          "raw device completion %s", lci::get_net_opcode_str(st.opcode));
+      ++seen;
+    };
+    while (lci::net_post_recv_x(&got, sizeof(got), lci::MR_HOST)
+               .device(raw)
+               .user_context(&rc)()
+               .is_retry())
+      poll_raw();
+    while (lci::net_post_send_x(peer, &v, sizeof(v), lci::MR_HOST)
+               .device(raw)
+               .user_context(&sc)()
+               .is_retry())
+      poll_raw();
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (seen < 2 && std::chrono::steady_clock::now() < until) poll_raw();
+    CHECK(seen == 2 && got == 1000 + peer,
+          "raw device: %d completions, got %ld", seen, got);
+    // the default device got nothing of it
+    CHECK(lci::net_poll_cq(4, nullptr) == 0, "default device completions");
+    lci::free_device(&raw);
   }
 
   // done: neither frees its region before the peer is done with it
