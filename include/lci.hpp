@@ -56,11 +56,16 @@ class fatal_error : public std::runtime_error
 class peer_failure_error : public fatal_error
 {
  public:
+  // upstream LCI 2's argument order
+  peer_failure_error(int rank, const std::string& what)
+      : fatal_error(what), rank_(rank)
+  {
+  }
   peer_failure_error(const std::string& what, int rank)
       : fatal_error(what), rank_(rank)
   {
   }
-  int failed_rank() const { return rank_; }
+  int failed_rank() const noexcept { return rank_; }
 
  private:
   int rank_;
@@ -165,6 +170,26 @@ struct status_t {
   bool is_posted() const { return error.is_posted(); }
   bool is_retry() const { return error.is_retry(); }
   bool is_fatal() const { return error.is_fatal(); }
+};
+
+// The raw network layer (net_post_*, net_poll_cq): upstream LCI 2's
+// operations straight on a device's backend endpoint, without the
+// library's protocols. net_poll_cq describes each completed operation with
+// a net_status_t: its kind, the peer rank (-1 where the backend does not
+// say: a receive, a remote write), the posting call's user_context (null
+// for a remote write), the bytes received (RECV) and the immediate data of
+// a remote write. ERROR is an operation that failed (docs/ARCHITECTURE.md,
+// "The raw network layer").
+enum class net_opcode_t { SEND, RECV, WRITE, REMOTE_WRITE, READ, ERROR };
+// "SEND", "RECV", ... ("unknown" outside the enum)
+const char* get_net_opcode_str(net_opcode_t opcode);
+typedef uint32_t net_imm_data_t;
+struct net_status_t {
+  net_opcode_t opcode;
+  int rank;
+  void* user_context;
+  size_t length;
+  net_imm_data_t imm_data;
 };
 
 enum class direction_t { OUT, IN };

@@ -171,6 +171,12 @@ RESOURCES = [
              "largest tag a message may carry (ANY_TAG is reserved)"),
         attr("bool", "alloc_default_device", True,
              "allocate a default device with the runtime"),
+        attr("bool", "alloc_default_packet_pool", True,
+             "false: the default device pre-posts no receives from the "
+             "default packet pool (its net_max_recvs is 0), so that raw "
+             "network receives (net_post_recv) have its messages to "
+             "themselves, as upstream LCI 2 does without a default pool; "
+             "the pool is still made, for the library's sends"),
         attr("bool", "attentive_progress", False,
              "when progress finds its own device idle, it also polls one "
              "other device of the runtime, chosen at random, if that "
@@ -233,7 +239,9 @@ RESOURCES = [
         attr("size_t", "net_max_sends", 1024,
              "send queue depth of the device's endpoint"),
         attr("size_t", "net_max_recvs", 256,
-             "receives kept pre-posted on the device"),
+             "receives kept pre-posted on the device (0: none; the device "
+             "then receives only through net_post_recv, the raw network "
+             "layer)"),
         attr("size_t", "net_max_cqes", 8192,
              "completion queue size of the device"),
         attr("std::string", "ibv_td_strategy", "per_qp",
@@ -270,14 +278,24 @@ RESOURCES = [
 RT = opt("runtime_t", "runtime", "runtime_t()")
 DEV = opt("device_t", "device", "device_t()")
 
-# upstream LCI 2's option of completion objects: deliver an eager active
-# message in its packet (returned with put_upacket) instead of a copy; true
-# is refused for now (docs/ARCHITECTURE.md, "Compatibility with upstream")
+# upstream LCI 2's option of completion objects (paper 3.3.1): true
+# delivers an eager active message in a packet (the status's buffer, a user
+# packet given back with put_upacket) instead of a copy from the runtime's
+# allocator; one above the eager limit still comes from the allocator
 ZERO_COPY_AM = opt("bool", "zero_copy_am", "false")
 
 # why get_g_default_attr and set_g_default_attr have no C form
 NO_C_GLOBAL_ATTR = ("global_attr_t has no C form; C programs set attributes "
                     "in each allocation's args struct or with LCI_ATTR_*")
+
+# the raw network layer's shared arguments (upstream LCI 2's order)
+NO_C_NET = ("upstream LCI 2's raw network layer; net_status_t has no C "
+            "form")
+NET_SEND_POS = [pos("int", "rank"), pos("void*", "buffer"),
+                pos("size_t", "size")]
+NET_REMOTE = [pos("uint64_t", "offset"), pos("rmr_t", "rmr")]
+NET_OPT = [RT, DEV, opt("endpoint_t", "endpoint", "endpoint_t()"),
+           opt("void*", "user_context", "nullptr")]
 
 # the optional arguments of every collective: `comp` makes it nonblocking
 # (signalled once with status done and `user_context` when complete);
@@ -605,6 +623,62 @@ OPS = [
         pos("size_t", "size")] + COLL,
        doc="block j (size bytes) of rank i's sendbuf lands in block i of "
        "rank j's recvbuf (recvbuf may equal sendbuf)"),
+    # upstream LCI 2's raw network layer (src/core/net_post.cpp,
+    # docs/ARCHITECTURE.md "The raw network layer"): operations straight on
+    # a device's backend endpoint, completed through net_poll_cq. A device
+    # is either the library's (post_*, progress) or raw: a raw receive needs
+    # a device that pre-posts none (net_max_recvs 0)
+    op("net_poll_cq", "size_t", [
+        pos("size_t", "max_polls"), pos("net_status_t*", "statuses"), RT, DEV],
+       doc="up to max_polls completed raw operations of the device into "
+       "statuses (may be null: consumed, not reported); returns how many. "
+       "Operations that completed in their posting call come first. Only "
+       "for a raw device: never progress it",
+       no_c=NO_C_NET),
+    op("net_post_recv", "error_t", [
+        pos("void*", "buffer"), pos("size_t", "size"), pos("mr_t", "mr"), RT,
+        DEV, opt("void*", "user_context", "nullptr")],
+       doc="post a receive buffer for the next message from any peer (a RECV "
+       "completion, its length, rank -1); the device must pre-post no "
+       "receives of its own (net_max_recvs 0). posted or retry",
+       no_c=NO_C_NET),
+    op("net_post_sends", "error_t", NET_SEND_POS + NET_OPT +
+       [opt("net_imm_data_t", "imm_data", "0")],
+       doc="send `size` bytes, copied at once (inject): done, no "
+       "completion; size at most the route's copy limit. imm_data must be 0 "
+       "(these backends carry immediate data with RDMA writes only)",
+       no_c=NO_C_NET),
+    op("net_post_send", "error_t", NET_SEND_POS + [pos("mr_t", "mr")] +
+       NET_OPT + [opt("net_imm_data_t", "imm_data", "0")],
+       doc="send the buffer: posted (a SEND completion when it may be "
+       "reused) or retry; imm_data must be 0, as for net_post_sends",
+       no_c=NO_C_NET),
+    op("net_post_puts", "error_t", NET_SEND_POS + NET_REMOTE + NET_OPT,
+       doc="RDMA write of at most max_inject_size bytes into the peer's "
+       "region `rmr` at `offset`, the buffer copied at once: done, no "
+       "completion",
+       no_c=NO_C_NET),
+    op("net_post_put", "error_t", NET_SEND_POS + [pos("mr_t", "mr")] +
+       NET_REMOTE + NET_OPT,
+       doc="RDMA write into the peer's region `rmr` at `offset`: posted (a "
+       "WRITE completion once the buffer may be reused) or retry",
+       no_c=NO_C_NET),
+    op("net_post_putImms", "error_t", NET_SEND_POS + NET_REMOTE + NET_OPT +
+       [opt("net_imm_data_t", "imm_data", "0")],
+       doc="net_post_puts that also delivers imm_data to the target's "
+       "net_poll_cq as a REMOTE_WRITE once the data is there (the backend "
+       "must offer immediate data: net context attribute support_putimm)",
+       no_c=NO_C_NET),
+    op("net_post_putImm", "error_t", NET_SEND_POS + [pos("mr_t", "mr")] +
+       NET_REMOTE + NET_OPT + [opt("net_imm_data_t", "imm_data", "0")],
+       doc="net_post_put that also delivers imm_data to the target as a "
+       "REMOTE_WRITE completion (support_putimm)",
+       no_c=NO_C_NET),
+    op("net_post_get", "error_t", NET_SEND_POS + [pos("mr_t", "mr")] +
+       NET_REMOTE + NET_OPT,
+       doc="RDMA read of the peer's region `rmr` at `offset` into the "
+       "buffer: posted (a READ completion once the data is there) or retry",
+       no_c=NO_C_NET),
     op("progress", "error_t", [RT, DEV],
        doc="make progress on a device: done if it did work, retry if not"),
     op("test_drained", "error_t", [RT, DEV],

@@ -1,11 +1,14 @@
 // The completion-object operations.
+#include <mutex>
 #include <typeinfo>
+#include <unordered_set>
 
 #include "comp/counter.hpp"
 #include "comp/cq.hpp"
 #include "comp/graph.hpp"
 #include "comp/handler.hpp"
 #include "comp/sync.hpp"
+#include "comp/zero_copy.hpp"
 #include "resource/globals.hpp"
 #include "resource/runtime.hpp"
 #include "util/error.hpp"
@@ -109,19 +112,45 @@ sync_impl_t::sync_impl_t(const sync_attr_t& a) : attr(a), one_(a.threshold == 1)
   if (!one_) statuses_.reset(new status_t[attr.threshold]);
 }
 
-// zero_copy_am (upstream LCI 2's option: an eager active message stays in
-// its packet, which the receiver gives back with put_upacket) is not
-// implemented: false is what every completion object does; true is refused
-// rather than handing the receiver a heap buffer that put_upacket rejects.
+// zero_copy_am: the set of such objects (comp/zero_copy.hpp)
+namespace comp
+{
+std::atomic<int> g_nzero_copy{0};
 namespace
 {
-void check_zero_copy_am(bool zero_copy_am, const char* call)
+std::mutex g_zero_mu;
+std::unordered_set<const comp_impl_t*>& zero_set()
 {
-  if (zero_copy_am)
-    util::throw_fatal(call,
-                      ": zero_copy_am(true) is not supported (active "
-                      "messages are delivered in a buffer of the runtime's "
-                      "allocator)");
+  static auto* s = new std::unordered_set<const comp_impl_t*>;
+  return *s;
+}
+}  // namespace
+void add_zero_copy(const comp_impl_t* c)
+{
+  std::lock_guard<std::mutex> g(g_zero_mu);
+  if (zero_set().insert(c).second)
+    g_nzero_copy.fetch_add(1, std::memory_order_relaxed);
+}
+void forget_zero_copy(const comp_impl_t* c)
+{
+  if (g_nzero_copy.load(std::memory_order_relaxed) == 0) return;
+  std::lock_guard<std::mutex> g(g_zero_mu);
+  if (zero_set().erase(c) != 0)
+    g_nzero_copy.fetch_sub(1, std::memory_order_relaxed);
+}
+bool is_zero_copy_slow(const comp_impl_t* c)
+{
+  std::lock_guard<std::mutex> g(g_zero_mu);
+  return zero_set().count(c) != 0;
+}
+}  // namespace comp
+
+namespace
+{
+comp_t zero_copy_if(comp_t c, bool zero_copy_am)
+{
+  if (zero_copy_am) comp::add_zero_copy(c.p_impl);
+  return c;
 }
 }  // namespace
 
@@ -129,8 +158,7 @@ comp_t alloc_sync_x::call_impl(runtime_t runtime, bool zero_copy_am,
                                const sync_attr_t& attr)
 {
   check_runtime(runtime, "alloc_sync");
-  check_zero_copy_am(zero_copy_am, "alloc_sync");
-  return track(new sync_impl_t(attr));
+  return zero_copy_if(track(new sync_impl_t(attr)), zero_copy_am);
 }
 
 bool sync_test_x::call_impl(comp_t comp, status_t* p_out)
@@ -147,8 +175,7 @@ comp_t alloc_cq_x::call_impl(runtime_t runtime, bool zero_copy_am,
                              const cq_attr_t& attr)
 {
   check_runtime(runtime, "alloc_cq");
-  check_zero_copy_am(zero_copy_am, "alloc_cq");
-  return track(make_cq(attr));
+  return zero_copy_if(track(make_cq(attr)), zero_copy_am);
 }
 
 status_t cq_pop_x::call_impl(comp_t comp)
@@ -160,9 +187,8 @@ comp_t alloc_handler_x::call_impl(comp_handler_t handler, runtime_t runtime,
                                   bool zero_copy_am)
 {
   check_runtime(runtime, "alloc_handler");
-  check_zero_copy_am(zero_copy_am, "alloc_handler");
   if (!handler) util::throw_fatal("alloc_handler: null handler function");
-  return track(new handler_impl_t(handler));
+  return zero_copy_if(track(new handler_impl_t(handler)), zero_copy_am);
 }
 
 comp_t alloc_counter_x::call_impl(runtime_t runtime)
@@ -241,6 +267,7 @@ void free_comp_x::call_impl(comp_t* comp)
   if (*comp == COMP_NULL_RETRY)
     util::throw_fatal(call, ": COMP_NULL_RETRY cannot be freed");
   globals::comps().remove(p, call, "completion object");
+  comp::forget_zero_copy(p);
   delete p;
   comp->p_impl = nullptr;
 }

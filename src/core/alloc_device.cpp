@@ -65,7 +65,12 @@ std::vector<std::string> exchange_addresses(runtime_impl_t* rt,
 void connect_device(runtime_impl_t* rt, device_impl_t* dev)
 {
   std::lock_guard<std::mutex> guard(rt->collective_mu);
-  dev->net = net::link_t(rt->net_context->alloc_device(dev->attr));
+  // a raw device (no pre-posted receives) still needs a receive queue for
+  // net_post_recv: as deep as its send queue
+  device_attr_t net_attr = dev->attr;
+  if (net_attr.net_max_recvs == 0)
+    net_attr.net_max_recvs = net_attr.net_max_sends;
+  dev->net = net::link_t(rt->net_context->alloc_device(net_attr));
   dev->net.connect(exchange_addresses(rt, dev->net.get_address()),
                    rt->max_inject_wire);
   progress_device(dev);  // pre-posts the receives

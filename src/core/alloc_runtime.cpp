@@ -206,8 +206,14 @@ runtime_t alloc_runtime_x::call_impl(const runtime_attr_t& attr)
     rt->default_me = alloc_matching_engine_x().runtime(runtime)().p_impl;
     rt->coll_me =
         alloc_matching_engine_x().runtime(runtime).num_buckets(1024)().p_impl;
-    if (attr.alloc_default_device)
-      rt->default_device = alloc_device_x().runtime(runtime)().p_impl;
+    if (attr.alloc_default_device) {
+      alloc_device_x dx;
+      dx.runtime(runtime);
+      // no default pool, upstream's way of keeping the default device's
+      // messages for raw receives: here, no pre-posted receives
+      if (!attr.alloc_default_packet_pool) dx.net_max_recvs(0);
+      rt->default_device = dx().p_impl;
+    }
   } catch (...) {
     if (rt->default_device) {
       device_t d(rt->default_device);

@@ -15,6 +15,8 @@
 
 #include "comp/counter.hpp"
 #include "comp/sync.hpp"
+#include "comp/zero_copy.hpp"
+#include "core/am_packet.hpp"
 #include "core/coll_support.hpp"
 #include "core/peer_failure.hpp"
 #include "core/protocol.hpp"
@@ -25,6 +27,7 @@
 #include "core/transfer.hpp"
 #include "resource/matching_engine.hpp"
 #include "resource/packet_pool.hpp"
+#include "resource/raw_net.hpp"
 #include "resource/runtime.hpp"
 #include "util/copy.hpp"
 #include "util/error.hpp"
@@ -109,8 +112,12 @@ void deliver_am(runtime_impl_t* rt, const msg_header_t& hdr,
                       ", which is not registered here");
   }
   void* buf = nullptr;
-  // a counter only counts: nobody would free a copy of the payload
-  if (size > 0 && !is_counter(comp)) {
+  if (__builtin_expect(comp::is_zero_copy(comp), 0)) {
+    // zero_copy_am: the payload in a packet (core/am_packet.cpp)
+    buf = am_packet(rt, hdr, payload, size, pkt);
+    pkt = nullptr;
+  } else if (size > 0 && !is_counter(comp)) {
+    // (a counter only counts: nobody would free a copy of the payload)
     allocator_base_t* a = rt->allocator.load(std::memory_order_acquire);
     buf = a ? a->allocate(size) : std::malloc(size);
     if (!buf) {
@@ -385,6 +392,12 @@ void message_failed(device_impl_t* dev, const net::cqe_t& c)
 // One completion.
 void handle_cqe(device_impl_t* dev, const net::cqe_t& c)
 {
+  // a raw operation's (net_post_*: a device that net_poll_cq should have
+  // polled): not one of ours, dropped
+  if (__builtin_expect(
+          c.kind != net::cqe_t::kind_t::message && raw_op_t::is_tagged(c.ctx),
+          0))
+    return raw_op_t::drop(c.ctx);
   switch (c.kind) {
     case net::cqe_t::kind_t::send:
       if (c.error) return message_failed(dev, c);
@@ -591,7 +604,9 @@ size_t progress_other(device_impl_t* self)
   device_impl_t* other = rt->devices.get(rng % ndev, nullptr);
   size_t n = 0;
   try {
-    if (other && other != self) n = progress_once(other);
+    // (a raw device is its owner's: net_poll_cq)
+    if (other && other != self && !other->raw.in_use())
+      n = progress_once(other);
   } catch (...) {
     rt->attentive_pollers.fetch_sub(1, std::memory_order_release);
     throw;

@@ -19,15 +19,14 @@ device_impl_t::device_impl_t(runtime_impl_t* rt, packet_pool_impl_t* p,
         std::min<size_t>(rt->attr.idle_spins, UINT32_MAX));
   pending_sends.prev = pending_sends.next = &pending_sends;
   failed_sends.prev = failed_sends.next = &failed_sends;
-  if (attr.net_max_recvs == 0 || attr.net_max_sends == 0 ||
-      attr.net_max_cqes == 0)
+  // net_max_recvs 0: a raw device (net_post_recv receives)
+  if (attr.net_max_sends == 0 || attr.net_max_cqes == 0)
     util::throw_fatal("alloc_device: net_max_sends (", attr.net_max_sends,
-                      "), net_max_recvs (", attr.net_max_recvs,
                       ") and net_max_cqes (", attr.net_max_cqes,
                       ") must be positive");
   // pre-posted receives never hold more than half of the pool: the rest is
   // for sends (attr reports the value in force)
-  if (attr.net_max_recvs > pool->attr.npackets / 2)
+  if (attr.net_max_recvs > 0 && attr.net_max_recvs > pool->attr.npackets / 2)
     attr.net_max_recvs =
         pool->attr.npackets / 2 > 0 ? pool->attr.npackets / 2 : 1;
   pool->users.fetch_add(1);

@@ -14,6 +14,7 @@
 #include "lci.hpp"
 #include "net/net.hpp"
 #include "resource/backlog_queue.hpp"
+#include "resource/raw_net.hpp"
 #include "util/spinlock.hpp"
 
 namespace lci
@@ -51,14 +52,16 @@ class device_impl_t
   // reused, so a freed pool's id matches nothing); register_packet_pool
   std::mutex pools_mu;
   std::vector<uint64_t> registered_pools;
-  net::link_t net;           // the backend endpoint, through its thin layer
-  size_t index = 0;          // slot in runtime->devices
+  net::link_t net;   // the backend endpoint, through its thin layer
+  size_t index = 0;  // slot in runtime->devices
   // the runtime's progress attributes, copied here for every poll:
   // attentive_progress, and idle_spins (0, never yield: UINT32_MAX)
   bool attentive = false;
   uint32_t yield_after = UINT32_MAX;
   // posts that must not return retry, retried in order by progress
   backlog_queue_t backlog;
+  // the raw network layer's completions (net_post_*, net_poll_cq)
+  raw_net_t raw;
 
   // receives currently pre-posted, and sends whose packet is still in flight
   alignas(64) std::atomic<int64_t> nrecvs_posted{0};

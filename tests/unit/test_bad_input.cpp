@@ -326,6 +326,34 @@ TEST_F(LciTest, Communication)
     add(o, "foreign", o, "another runtime",
         [=] { call(lci::get_g_runtime(), dev2); });
   }
+  // the raw network layer (rank 0 of 1 here): handles, ranks, buffers,
+  // sizes, remote regions; a raw receive on a device that pre-posts its own
+  add("net_poll_cq", "freed", "net_poll_cq", ptr(dead_dev_copy.get_impl()),
+      [&] { lci::net_poll_cq_x(1, nullptr).device(dead_dev_copy)(); });
+  add("net_poll_cq", "foreign", "net_poll_cq", ptr(fake()),
+      [&] { lci::net_poll_cq_x(1, nullptr).device(foreign_dev)(); });
+  add("net_post_recv", "null", "net_post_recv", "null buffer",
+      [&] { lci::net_post_recv(nullptr, 8, lci::MR_HOST); });
+  add("net_post_recv", "value", "net_post_recv", "net_max_recvs",
+      [&] { lci::net_post_recv(buf, 8, lci::MR_HOST); });
+  add("net_post_sends", "rank", "net_post_sends", "rank 3",
+      [&] { lci::net_post_sends(3, buf, 8); });
+  add("net_post_sends", "value", "net_post_sends", "imm_data 1",
+      [&] { lci::net_post_sends_x(0, buf, 8).imm_data(1)(); });
+  add("net_post_send", "null", "net_post_send", "null buffer",
+      [&] { lci::net_post_send(0, nullptr, 8, lci::MR_HOST); });
+  add("net_post_send", "freed", "net_post_send", ptr(dead_copy.get_impl()),
+      [&] { lci::net_post_send(0, buf, 8, dead_copy); });
+  add("net_post_puts", "oversize", "net_post_puts", "max_inject_size",
+      [&] { lci::net_post_puts(0, buf, 100, 0, rmr); });
+  add("net_post_put", "null", "net_post_put", "empty rmr",
+      [&] { lci::net_post_put(0, buf, 8, lci::MR_HOST, 0, lci::RMR_NULL); });
+  add("net_post_putImms", "rank", "net_post_putImms", "rank -1",
+      [&] { lci::net_post_putImms(-1, buf, 8, 0, rmr); });
+  add("net_post_putImm", "oversize", "net_post_putImm", "outside",
+      [&] { lci::net_post_putImm(0, buf, 8, mr, sizeof(buf), rmr); });
+  add("net_post_get", "foreign", "net_post_get", "runtime",
+      [&] { lci::net_post_get(0, buf, 8, lci::MR_HOST, 0, rmr2); });
   run_rows(rows);
   lci::free_runtime(&rt3);
   lci::deregister_memory(&mr2);

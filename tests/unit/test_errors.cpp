@@ -256,9 +256,9 @@ TEST_F(LciTest, BadAttributeValues)
               AllOf(HasSubstr("alloc_matching_engine"), HasSubstr("1000")));
   msg = fatal_message([] { lci::alloc_packet_pool_x().packet_size(12)(); });
   EXPECT_THAT(msg, AllOf(HasSubstr("alloc_packet_pool"), HasSubstr("12")));
-  msg = fatal_message([] { lci::alloc_device_x().net_max_recvs(0)(); });
+  msg = fatal_message([] { lci::alloc_device_x().net_max_sends(0)(); });
   EXPECT_THAT(msg,
-              AllOf(HasSubstr("alloc_device"), HasSubstr("net_max_recvs")));
+              AllOf(HasSubstr("alloc_device"), HasSubstr("net_max_sends")));
   msg = fatal_message([] { lci::alloc_runtime_x().max_tag(lci::ANY_TAG)(); });
   EXPECT_THAT(msg, AllOf(HasSubstr("alloc_runtime"), HasSubstr("max_tag")));
 #if LCI_TEST_HAVE_OFI

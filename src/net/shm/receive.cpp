@@ -99,7 +99,10 @@ bool shm_device_t::drain_ring(int r, cqe_t* out, size_t max, size_t* pn)
       break;
     }
     const size_t room = (m.length + 15) & ~size_t(15);
-    if (__builtin_expect(m.type == kMsg && !parked && room <= left, 1)) {
+    // (an empty message, which only the raw network layer sends, takes a
+    // posted receive: with no scratch, left is 0 and so would be room)
+    if (__builtin_expect(
+            m.type == kMsg && !parked && room <= left && m.length != 0, 1)) {
       // in place: into the poller's scratch (no receive buffer, no
       // packet). One that fits its header slot (24 bytes) is copied as
       // a fixed 24 bytes: the slot has them, and so has the scratch when

@@ -60,7 +60,100 @@ CHECK(lci::errorcode_t::retry_nomem);
 CHECK(lci::errorcode_t::retry_backlog);
 CHECK(lci::errorcode_t::retry_max);
 CHECK(lci::errorcode_t::fatal);
-// net_opcode_t
+// net_opcode_t, net_status_t, net_imm_data_t (the raw network layer)
+CHECK(lci::net_opcode_t::SEND);
+CHECK(lci::net_opcode_t::RECV);
+CHECK(lci::net_opcode_t::WRITE);
+CHECK(lci::net_opcode_t::REMOTE_WRITE);
+CHECK(lci::net_opcode_t::READ);
+CHECK(lci::net_opcode_t::ERROR);
+RETURNS(const char*, lci::get_net_opcode_str(D<lci::net_opcode_t>()));
+RETURNS(uint32_t, D<lci::net_imm_data_t>());
+RETURNS(lci::net_opcode_t, D<lci::net_status_t&>().opcode);
+RETURNS(int, D<lci::net_status_t&>().rank);
+RETURNS(void*, D<lci::net_status_t&>().user_context);
+RETURNS(size_t, D<lci::net_status_t&>().length);
+RETURNS(lci::net_imm_data_t, D<lci::net_status_t&>().imm_data);
+// net_poll_cq
+RETURNS(size_t, lci::net_poll_cq(D<size_t>(), D<lci::net_status_t*>()));
+CHECK(lci::net_poll_cq_x(D<size_t>(), D<lci::net_status_t*>())());
+CHECK(D<lci::net_poll_cq_x&>().runtime(D<lci::runtime_t>()));
+CHECK(D<lci::net_poll_cq_x&>().device(D<lci::device_t>()));
+// net_post_recv
+RETURNS(lci::error_t,
+        lci::net_post_recv(D<void*>(), D<size_t>(), D<lci::mr_t>()));
+CHECK(lci::net_post_recv_x(D<void*>(), D<size_t>(), D<lci::mr_t>())());
+CHECK(D<lci::net_post_recv_x&>().runtime(D<lci::runtime_t>()));
+CHECK(D<lci::net_post_recv_x&>().device(D<lci::device_t>()));
+CHECK(D<lci::net_post_recv_x&>().user_context(D<void*>()));
+// net_post_sends
+RETURNS(lci::error_t, lci::net_post_sends(D<int>(), D<void*>(), D<size_t>()));
+CHECK(lci::net_post_sends_x(D<int>(), D<void*>(), D<size_t>())());
+CHECK(D<lci::net_post_sends_x&>().runtime(D<lci::runtime_t>()));
+CHECK(D<lci::net_post_sends_x&>().device(D<lci::device_t>()));
+CHECK(D<lci::net_post_sends_x&>().endpoint(D<lci::endpoint_t>()));
+CHECK(D<lci::net_post_sends_x&>().user_context(D<void*>()));
+CHECK(D<lci::net_post_sends_x&>().imm_data(D<lci::net_imm_data_t>()));
+// net_post_send
+RETURNS(lci::error_t,
+        lci::net_post_send(D<int>(), D<void*>(), D<size_t>(), D<lci::mr_t>()));
+CHECK(lci::net_post_send_x(D<int>(), D<void*>(), D<size_t>(),
+                           D<lci::mr_t>())());
+CHECK(D<lci::net_post_send_x&>().runtime(D<lci::runtime_t>()));
+CHECK(D<lci::net_post_send_x&>().device(D<lci::device_t>()));
+CHECK(D<lci::net_post_send_x&>().endpoint(D<lci::endpoint_t>()));
+CHECK(D<lci::net_post_send_x&>().user_context(D<void*>()));
+CHECK(D<lci::net_post_send_x&>().imm_data(D<lci::net_imm_data_t>()));
+// net_post_puts
+RETURNS(lci::error_t, lci::net_post_puts(D<int>(), D<void*>(), D<size_t>(),
+                                         D<uint64_t>(), D<lci::rmr_t>()));
+CHECK(lci::net_post_puts_x(D<int>(), D<void*>(), D<size_t>(), D<uint64_t>(),
+                           D<lci::rmr_t>())());
+CHECK(D<lci::net_post_puts_x&>().runtime(D<lci::runtime_t>()));
+CHECK(D<lci::net_post_puts_x&>().device(D<lci::device_t>()));
+CHECK(D<lci::net_post_puts_x&>().endpoint(D<lci::endpoint_t>()));
+CHECK(D<lci::net_post_puts_x&>().user_context(D<void*>()));
+// net_post_put
+RETURNS(lci::error_t,
+        lci::net_post_put(D<int>(), D<void*>(), D<size_t>(), D<lci::mr_t>(),
+                          D<uint64_t>(), D<lci::rmr_t>()));
+CHECK(lci::net_post_put_x(D<int>(), D<void*>(), D<size_t>(), D<lci::mr_t>(),
+                          D<uint64_t>(), D<lci::rmr_t>())());
+CHECK(D<lci::net_post_put_x&>().runtime(D<lci::runtime_t>()));
+CHECK(D<lci::net_post_put_x&>().device(D<lci::device_t>()));
+CHECK(D<lci::net_post_put_x&>().endpoint(D<lci::endpoint_t>()));
+CHECK(D<lci::net_post_put_x&>().user_context(D<void*>()));
+// net_post_putImms
+RETURNS(lci::error_t, lci::net_post_putImms(D<int>(), D<void*>(), D<size_t>(),
+                                            D<uint64_t>(), D<lci::rmr_t>()));
+CHECK(lci::net_post_putImms_x(D<int>(), D<void*>(), D<size_t>(), D<uint64_t>(),
+                              D<lci::rmr_t>())());
+CHECK(D<lci::net_post_putImms_x&>().runtime(D<lci::runtime_t>()));
+CHECK(D<lci::net_post_putImms_x&>().device(D<lci::device_t>()));
+CHECK(D<lci::net_post_putImms_x&>().endpoint(D<lci::endpoint_t>()));
+CHECK(D<lci::net_post_putImms_x&>().user_context(D<void*>()));
+CHECK(D<lci::net_post_putImms_x&>().imm_data(D<lci::net_imm_data_t>()));
+// net_post_putImm
+RETURNS(lci::error_t,
+        lci::net_post_putImm(D<int>(), D<void*>(), D<size_t>(), D<lci::mr_t>(),
+                             D<uint64_t>(), D<lci::rmr_t>()));
+CHECK(lci::net_post_putImm_x(D<int>(), D<void*>(), D<size_t>(), D<lci::mr_t>(),
+                             D<uint64_t>(), D<lci::rmr_t>())());
+CHECK(D<lci::net_post_putImm_x&>().runtime(D<lci::runtime_t>()));
+CHECK(D<lci::net_post_putImm_x&>().device(D<lci::device_t>()));
+CHECK(D<lci::net_post_putImm_x&>().endpoint(D<lci::endpoint_t>()));
+CHECK(D<lci::net_post_putImm_x&>().user_context(D<void*>()));
+CHECK(D<lci::net_post_putImm_x&>().imm_data(D<lci::net_imm_data_t>()));
+// net_post_get
+RETURNS(lci::error_t,
+        lci::net_post_get(D<int>(), D<void*>(), D<size_t>(), D<lci::mr_t>(),
+                          D<uint64_t>(), D<lci::rmr_t>()));
+CHECK(lci::net_post_get_x(D<int>(), D<void*>(), D<size_t>(), D<lci::mr_t>(),
+                          D<uint64_t>(), D<lci::rmr_t>())());
+CHECK(D<lci::net_post_get_x&>().runtime(D<lci::runtime_t>()));
+CHECK(D<lci::net_post_get_x&>().device(D<lci::device_t>()));
+CHECK(D<lci::net_post_get_x&>().endpoint(D<lci::endpoint_t>()));
+CHECK(D<lci::net_post_get_x&>().user_context(D<void*>()));
 // broadcast_algorithm_t
 CHECK(lci::broadcast_algorithm_t::none);
 CHECK(lci::broadcast_algorithm_t::direct);
@@ -102,6 +195,7 @@ CHECK(lci::attr_rdv_protocol_t::writeimm);
 // attr_ibv_td_strategy_t
 // lci.hpp's hand-written part: names and types
 CHECK(D<const lci::peer_failure_error&>().failed_rank());
+CHECK(lci::peer_failure_error(D<int>(), D<const std::string&>()));
 RETURNS(std::runtime_error&, D<lci::peer_failure_error&>());
 RETURNS(const char*, lci::get_errorcode_str(D<lci::errorcode_t>()));
 CHECK(lci::error_t());
@@ -179,6 +273,7 @@ RETURNS(lci::graph_node_t,
 // global_attr_t
 CHECK(D<lci::global_attr_t&>().rdv_protocol);
 CHECK(D<lci::global_attr_t&>().alloc_default_device);
+CHECK(D<lci::global_attr_t&>().alloc_default_packet_pool);
 CHECK(D<lci::global_attr_t&>().packet_size);
 CHECK(D<lci::global_attr_t&>().npackets);
 CHECK(D<lci::global_attr_t&>().cq_type);
@@ -196,6 +291,7 @@ RETURNS(lci::runtime_t, lci::alloc_runtime());
 CHECK(lci::alloc_runtime_x()());
 CHECK(D<lci::alloc_runtime_x&>().rdv_protocol(D<lci::attr_rdv_protocol_t>()));
 CHECK(D<lci::alloc_runtime_x&>().alloc_default_device(D<bool>()));
+CHECK(D<lci::alloc_runtime_x&>().alloc_default_packet_pool(D<bool>()));
 // free_runtime
 CHECK(lci::free_runtime(D<lci::runtime_t*>()));
 CHECK(lci::free_runtime_x(D<lci::runtime_t*>())());
@@ -205,6 +301,7 @@ RETURNS(lci::runtime_t, lci::g_runtime_init());
 CHECK(lci::g_runtime_init_x()());
 CHECK(D<lci::g_runtime_init_x&>().rdv_protocol(D<lci::attr_rdv_protocol_t>()));
 CHECK(D<lci::g_runtime_init_x&>().alloc_default_device(D<bool>()));
+CHECK(D<lci::g_runtime_init_x&>().alloc_default_packet_pool(D<bool>()));
 // g_runtime_fina
 CHECK(lci::g_runtime_fina());
 CHECK(lci::g_runtime_fina_x()());
@@ -665,6 +762,8 @@ RETURNS(uint64_t, D<const lci::runtime_t&>().get_attr_max_tag());
 CHECK(D<lci::runtime_attr_t&>().max_tag);
 RETURNS(bool, D<const lci::runtime_t&>().get_attr_alloc_default_device());
 CHECK(D<lci::runtime_attr_t&>().alloc_default_device);
+RETURNS(bool, D<const lci::runtime_t&>().get_attr_alloc_default_packet_pool());
+CHECK(D<lci::runtime_attr_t&>().alloc_default_packet_pool);
 // packet_pool_t
 CHECK(D<lci::packet_pool_t&>().is_empty());
 CHECK(D<lci::packet_pool_t&>().get_impl());
@@ -713,35 +812,6 @@ struct not_provided_t {
   const char* reason;
 };
 [[maybe_unused]] const not_provided_t kNotProvided[] = {
-    {"get_net_opcode_str net_imm_data_t net_opcode_t::ERROR "
-     "net_opcode_t::READ net_opcode_t::RECV net_opcode_t::REMOTE_WRITE "
-     "net_opcode_t::SEND net_opcode_t::WRITE net_poll_cq net_poll_cq_x "
-     "net_poll_cq_x::device net_poll_cq_x::runtime net_post_get "
-     "net_post_get_x net_post_get_x::device net_post_get_x::endpoint "
-     "net_post_get_x::runtime net_post_get_x::user_context net_post_put "
-     "net_post_putImm net_post_putImm_x net_post_putImm_x::device "
-     "net_post_putImm_x::endpoint net_post_putImm_x::imm_data "
-     "net_post_putImm_x::runtime net_post_putImm_x::user_context "
-     "net_post_putImms net_post_putImms_x net_post_putImms_x::device "
-     "net_post_putImms_x::endpoint net_post_putImms_x::imm_data "
-     "net_post_putImms_x::runtime net_post_putImms_x::user_context "
-     "net_post_put_x net_post_put_x::device net_post_put_x::endpoint "
-     "net_post_put_x::runtime net_post_put_x::user_context net_post_puts "
-     "net_post_puts_x net_post_puts_x::device net_post_puts_x::endpoint "
-     "net_post_puts_x::runtime net_post_puts_x::user_context net_post_recv "
-     "net_post_recv_x net_post_recv_x::device net_post_recv_x::runtime "
-     "net_post_recv_x::user_context net_post_send net_post_send_x "
-     "net_post_send_x::device net_post_send_x::endpoint "
-     "net_post_send_x::imm_data net_post_send_x::runtime "
-     "net_post_send_x::user_context net_post_sends net_post_sends_x "
-     "net_post_sends_x::device net_post_sends_x::endpoint "
-     "net_post_sends_x::imm_data net_post_sends_x::runtime "
-     "net_post_sends_x::user_context net_status_t::imm_data "
-     "net_status_t::length net_status_t::opcode net_status_t::rank "
-     "net_status_t::user_context",
-     "upstream's direct network layer (net_post_*, net_poll_cq and their "
-     "types): not provided yet; it is to be built on the backend interface "
-     "being reworked (issue 25)"},
     {"alloc_device_x::ibv_td_strategy "
      "alloc_net_context_x::ibv_force_gid_auto_select "
      "alloc_net_context_x::ibv_gid_idx alloc_net_context_x::ibv_odp_strategy "
@@ -823,7 +893,7 @@ struct not_provided_t {
      "alloc_device_x::use_reg_cache "
      "alloc_matching_engine_x::matching_engine_type "
      "alloc_runtime_x::alloc_default_matching_engine "
-     "alloc_runtime_x::alloc_default_packet_pool "
+     ""
      "alloc_runtime_x::device_name alloc_runtime_x::imm_nbits_rcomp "
      "alloc_runtime_x::imm_nbits_tag "
      "alloc_runtime_x::packet_return_threshold allreduce_x::ring_nsteps "
@@ -854,13 +924,13 @@ struct not_provided_t {
      "device_t::get_attr_shm_ring_size device_t::get_attr_shm_slot_size "
      "device_t::get_attr_use_reg_cache "
      "g_runtime_init_x::alloc_default_matching_engine "
-     "g_runtime_init_x::alloc_default_packet_pool "
+     ""
      "g_runtime_init_x::device_name g_runtime_init_x::imm_nbits_rcomp "
      "g_runtime_init_x::imm_nbits_tag "
      "g_runtime_init_x::packet_return_threshold "
      "global_attr_t::alloc_default_endpoint "
      "global_attr_t::alloc_default_matching_engine "
-     "global_attr_t::alloc_default_packet_pool "
+     ""
      "global_attr_t::alloc_progress_endpoint "
      "global_attr_t::cq_default_length global_attr_t::device_name "
      "global_attr_t::imm_nbits_rcomp global_attr_t::imm_nbits_tag "
@@ -875,12 +945,12 @@ struct not_provided_t {
      "matching_engine_t::get_attr_matching_engine_type "
      "reduce_scatter_x::ring_nsteps "
      "runtime_attr_t::alloc_default_matching_engine "
-     "runtime_attr_t::alloc_default_packet_pool "
+     ""
      "runtime_attr_t::imm_nbits_rcomp runtime_attr_t::imm_nbits_tag "
      "runtime_attr_t::max_imm_rcomp runtime_attr_t::max_imm_tag "
      "runtime_attr_t::max_rcomp runtime_attr_t::packet_return_threshold "
      "runtime_t::get_attr_alloc_default_matching_engine "
-     "runtime_t::get_attr_alloc_default_packet_pool "
+     ""
      "runtime_t::get_attr_imm_nbits_rcomp runtime_t::get_attr_imm_nbits_tag "
      "runtime_t::get_attr_max_imm_rcomp runtime_t::get_attr_max_imm_tag "
      "runtime_t::get_attr_max_rcomp "
@@ -908,10 +978,9 @@ struct not_provided_t {
      "devices have no uid attribute (an endpoint handle has one)"},
     {"GRAPH_NODE_DUMMY_CB allocator_default_t g_allocator_default "
      "g_default_attr graph_execute_op_fn graph_free_op_fn "
-     "matching_policy_t::max option_t peer_failure_error rmr_t::mr_base",
+     "matching_policy_t::max option_t rmr_t::mr_base",
      "upstream implementation details and globals: option_t, rmr_t::mr_base "
-     "(this rmr_t holds base, key, size, runtime and rank), the "
-     "peer_failure_error constructor (here: message, then rank), "
+     "(this rmr_t holds base, key, size, runtime and rank), "
      "graph_add_node_op's helper templates, GRAPH_NODE_DUMMY_CB, "
      "allocator_default_t and g_allocator_default (set_allocator(nullptr) "
      "restores the default), the g_default_attr variable (get_g_default_attr "
