@@ -164,8 +164,8 @@ RUNS = {
              "Collectives (commit 41b94df"),
     "coll_shm": (SHM, "75830d4, 2026-11-27", "coll_shm_2026-11-27.csv",
                  "Collectives: large messages through the segment"),
-    "hosts": (HOSTS, "02e705f, 2026-11-26", "multihost_2026-11-26.csv",
-              "Across two hosts"),
+    "hosts": (HOSTS, "d9307e0, 2026-11-27", "multihost_socket_2026-11-27.csv",
+              "The native socket backend across two hosts"),
     "capi": (SHM, "02e705f, 2026-11-26", "capi_2026-11-26.csv",
              "Across two hosts"),
     "kmer": (SHM, "02e705f, 2026-11-26", "kmer_2026-11-26.csv",
@@ -235,12 +235,13 @@ ROWS = [
     ("hosts", "8 B message rate, 2 threads a rank, a device each, window 64",
      "M msgs/s", False, 3,
      lambda f: results(f, "msgrate", 8, MPIS, False, False, scale=1e-6,
-                       mode="thread-dedicated")),
+                       mode="thread-dedicated", threads=2)),
 ] + [
     ("hosts", "bandwidth send/recv, %s, window 64" % label, "GB/s", False, 2,
      lambda f, size=size: results(f, "bandwidth", size, MPIS, False, False,
                                   scale=1e-3))
-    for label, size in (("1 MiB", MIB), ("16 MiB", 16 * MIB))
+    for label, size in (("1 MiB", MIB), ("4 MiB", 4 * MIB),
+                        ("16 MiB", 16 * MIB))
 ] + [
     ("capi", "C interface: 8 B active-message round trips, against the C++ "
      "interface", "M round trips/s", False, 2,
