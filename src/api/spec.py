@@ -165,8 +165,11 @@ RESOURCES = [
              "Catches a rank that died unnoticed by the launcher. Applies "
              "to the pmi1, pmi2 and pmix backends"),
         attr("size_t", "max_inject_size", 64,
-             "largest payload sent with the inject protocol (clamped to the "
-             "provider's inject size)"),
+             "largest payload sent with the inject protocol on routes "
+             "that inject (libfabric, ibv inline sends; clamped to the "
+             "provider's inject size); routes that copy into memory of "
+             "their own (native shm, socket) take every eager message "
+             "that way whatever this says"),
         attr("uint64_t", "max_tag", 0xfffffffffffffffe,
              "largest tag a message may carry (ANY_TAG is reserved)"),
         attr("bool", "alloc_default_device", True,
