@@ -29,6 +29,8 @@
 //
 // mp_soak [--seed S] [--count N] [--seconds T] [--rss-slack MIB]
 #include <dirent.h>
+#include <malloc.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -775,11 +777,44 @@ struct sample_t {
   uint64_t rss;       // resident bytes
   int fds;            // open file descriptors
   uint64_t messages;  // checked so far
+  // the heap as glibc sees it (mallinfo2): bytes in use in the arenas,
+  // free in them, and in chunks of their own mapping (large blocks)
+  uint64_t heap_used = 0, heap_free = 0, heap_mapped = 0;
+  // the library's live objects (introspect.hpp; approximate while the
+  // workers run): matching engine entries, rendezvous contexts, backend
+  // registrations
+  uint64_t me_entries = 0, rdv_ctxs = 0;
+  int64_t registrations = 0;
+  // resident bytes of the RMA window (calloc'd: its pages become resident
+  // as the peers' puts first touch them)
+  uint64_t window_rss = 0;
 };
+
+uint64_t resident_bytes(const char* p, size_t n)
+{
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
+  const size_t len = reinterpret_cast<uintptr_t>(p) + n - a;
+  std::vector<unsigned char> v((len + page - 1) / page);
+  if (mincore(reinterpret_cast<void*>(a), len, v.data()) != 0) return 0;
+  uint64_t pages = 0;
+  for (unsigned char c : v) pages += c & 1;
+  return pages * page;
+}
 
 sample_t take_sample(double t)
 {
   sample_t s{t, 0, 0, g_tot.messages.load()};
+  const struct mallinfo2 mi = mallinfo2();
+  s.heap_used = mi.uordblks;
+  s.heap_free = mi.fordblks;
+  s.heap_mapped = mi.hblkhd;
+  const auto k = lci::introspect::get_counts(lci::runtime_t(), g_ctx[0].dev,
+                                             g_ctx[0].pool);
+  s.me_entries = k.me_entries;
+  s.rdv_ctxs = k.rdv_ctxs;
+  s.registrations = k.net_registrations;
+  if (g_window) s.window_rss = resident_bytes(g_window, g_window_size);
   if (FILE* f = std::fopen("/proc/self/statm", "r")) {
     unsigned long size = 0, resident = 0;
     if (std::fscanf(f, "%lu %lu", &size, &resident) == 2)
@@ -819,8 +854,13 @@ void report_samples(const std::vector<sample_t>& v)
     for (const sample_t& x : v)
       std::fprintf(stderr,
                    "rank %d sample %.0f s: rss %.1f MiB fds %d msgs %" PRIu64
-                   "\n",
-                   g_rank, x.t, x.rss / mib, x.fds, x.messages);
+                   " heap used %.1f free %.1f mapped %.1f MiB, window "
+                   "resident %.1f MiB, me %" PRIu64 " rdv %" PRIu64
+                   " regs %" PRId64 "\n",
+                   g_rank, x.t, x.rss / mib, x.fds, x.messages,
+                   x.heap_used / mib, x.heap_free / mib, x.heap_mapped / mib,
+                   x.window_rss / mib, x.me_entries, x.rdv_ctxs,
+                   x.registrations);
   std::printf(
       "mp_soak: rank %d after warm-up (%.0f s) to end (%.0f s): rss "
       "%.1f -> %.1f MiB (peak %.1f), fds %d -> %d (max %d), "

@@ -18,9 +18,10 @@
 // descriptor are the remote backend's (the native backend lists the region
 // under that key, register_memory_key, and needs no descriptor). A write or
 // read to a remote peer passes base 0 instead when the remote backend addresses
-// registrations by offset (caps_t::rma_virtual false, e.g. libfabric tcp), so
-// the same rmr works on both paths: the offset travels apart from the base
-// (net::remote_t).
+// registrations by offset (caps_t::rma_virtual false; the built-in ones all
+// take the virtual address, libfabric turning it into an offset itself for
+// providers without FI_MR_VIRT_ADDR), so the same rmr works on both paths:
+// the offset travels apart from the base (net::remote_t).
 #include "net/hybrid/hybrid.hpp"
 
 #include <algorithm>

@@ -18,10 +18,19 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "net/node.hpp"
+#include "net/shm/completions.hpp"
+#include "net/shm/keys.hpp"
+#include "net/shm/leftovers.hpp"
+#include "net/shm/segment.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 #include "util/spinlock.hpp"
 
 namespace lci::net::ofi
@@ -117,11 +126,18 @@ class ofi_device_t final : public net_device_t
  public:
   // `shared_lock`: the try-lock to use when the provider locks at domain
   // granularity (one per context), else nullptr: a lock of the device's own.
-  // `network_flags`: the completion level of post_send_network.
+  // `network_flags`: the completion level of post_send_network. `keys`:
+  // this context's registration table when the peers on this machine check
+  // keys through it (else null); `local[r]`: rank r runs on this machine.
   ofi_device_t(fid_domain* domain, fi_info* info, const device_attr_t& attr,
-               util::spinlock_t* shared_lock, uint64_t network_flags)
+               util::spinlock_t* shared_lock, uint64_t network_flags,
+               std::shared_ptr<shm::key_table_t> keys,
+               const std::vector<char>& local)
       : network_flags_(network_flags),
         max_inject_(info->tx_attr->inject_size),
+        virt_addr_((info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0),
+        keys_(std::move(keys)),
+        local_(local),
         lock_(shared_lock ? *shared_lock : own_lock_)
   {
     where_ = std::string("ofi ") + info->fabric_attr->prov_name;
@@ -178,23 +194,48 @@ class ofi_device_t final : public net_device_t
   }
 
  public:
+  // The provider's name of the endpoint, then the name of the context's
+  // registration table (empty without one), then the length of that name
+  // in one byte.
   std::string get_address() override
   {
     char buf[256];
     size_t len = sizeof(buf);
     check("fi_getname", fi_getname(&ep_->fid, buf, &len));
-    return std::string(buf, len);
+    const std::string table = keys_ ? keys_->name() : std::string();
+    return std::string(buf, len) + table +
+           static_cast<char>(static_cast<unsigned char>(table.size()));
   }
 
   void connect(const std::vector<std::string>& addrs) override
   {
     addrs_.resize(addrs.size());
+    checked_.assign(addrs.size(), 0);
     for (size_t r = 0; r < addrs.size(); ++r) {
-      int n = fi_av_insert(av_, addrs[r].data(), 1, &addrs_[r], 0, nullptr);
+      const std::string& a = addrs[r];
+      const size_t tlen = a.empty() ? 0 : static_cast<unsigned char>(a.back());
+      if (a.size() < tlen + 2)
+        util::throw_fatal("alloc_device: rank ", r,
+                          " sent no libfabric address (is its "
+                          "LCI_ATTR_BACKEND ofi too?)");
+      const size_t flen = a.size() - 1 - tlen;
+      int n = fi_av_insert(av_, a.data(), 1, &addrs_[r], 0, nullptr);
       if (n != 1)
         util::throw_fatal("libfabric fi_av_insert failed for rank ", r, " (", n,
                           ")");
+      // a peer on this machine publishes its registrations: its table is
+      // mapped before the allocation's closing barrier, after which the
+      // peer unlinks its name (connected)
+      if (keys_ && local_[r] && tlen > 0) {
+        keys_->map_peer(static_cast<int>(r), a.substr(flen, tlen));
+        checked_[r] = 1;
+      }
     }
+  }
+
+  void connected() override
+  {
+    if (keys_) keys_->try_unlink();
   }
 
   // fi_inject: the provider copies at most its inject size
@@ -253,8 +294,10 @@ class ofi_device_t final : public net_device_t
   error_t post_write(int rank, const void* buf, size_t size, void* desc,
                      const remote_t& remote, void* ctx, bool delivered) override
   {
+    if (refuse(rank, remote, size, cqe_t::kind_t::write, ctx))
+      return errorcode_t::posted;
     iovec iov{const_cast<void*>(buf), size};
-    fi_rma_iov riov{remote.base + remote.disp, size, remote.rkey};
+    fi_rma_iov riov{address(remote), size, remote.rkey};
     fi_msg_rma msg{};
     msg.msg_iov = &iov;
     msg.desc = &desc;
@@ -274,9 +317,11 @@ class ofi_device_t final : public net_device_t
                         const remote_t& remote, uint64_t imm,
                         void* ctx) override
   {
+    if (refuse(rank, remote, size, cqe_t::kind_t::write, ctx))
+      return errorcode_t::posted;
     if (!lock_.try_lock()) return errorcode_t::retry_lock;
     ssize_t rc = fi_writedata(ep_, buf, size, desc, imm, addrs_[rank],
-                              remote.base + remote.disp, remote.rkey, ctx);
+                              address(remote), remote.rkey, ctx);
     lock_.unlock();
     return result("fi_writedata", rc, errorcode_t::posted);
   }
@@ -284,9 +329,11 @@ class ofi_device_t final : public net_device_t
   error_t post_read(int rank, void* buf, size_t size, void* desc,
                     const remote_t& remote, void* ctx) override
   {
+    if (refuse(rank, remote, size, cqe_t::kind_t::read, ctx))
+      return errorcode_t::posted;
     if (!lock_.try_lock()) return errorcode_t::retry_lock;
-    ssize_t rc = fi_read(ep_, buf, size, desc, addrs_[rank],
-                         remote.base + remote.disp, remote.rkey, ctx);
+    ssize_t rc = fi_read(ep_, buf, size, desc, addrs_[rank], address(remote),
+                         remote.rkey, ctx);
     lock_.unlock();
     return result("fi_read", rc, errorcode_t::posted);
   }
@@ -300,6 +347,7 @@ class ofi_device_t final : public net_device_t
     constexpr size_t kBatch = 16;
     fi_cq_data_entry entries[kBatch];
     if (max > kBatch) max = kBatch;
+    if (__builtin_expect(refused_.any(), 0)) return refused_.take(out, max);
     if (!lock_.try_lock()) return 0;
     ssize_t n = fi_cq_read(cq_, entries, max);
     if (n == -FI_EAVAIL) {
@@ -309,7 +357,8 @@ class ofi_device_t final : public net_device_t
       lock_.unlock();
       if (got != 1) return 0;
       out[0] = to_cqe(err.flags, err.op_context, 0, err.data);
-      out[0].error = fi_strerror(err.err);
+      out[0].error =
+          (err.flags & FI_RMA) ? rma_failure(err.err) : fi_strerror(err.err);
       return 1;
     }
     lock_.unlock();
@@ -339,6 +388,51 @@ class ofi_device_t final : public net_device_t
     return c;
   }
 
+  // A failed write or read, said with what may have caused it: a target
+  // the key check cannot reach (another machine) is left to the provider,
+  // and tcp fails the connection for a key its target does not hold. One
+  // string per error code, kept for the life of the process (cqe_t's error
+  // is a static string).
+  [[gnu::cold]] static const char* rma_failure(int err)
+  {
+    static std::mutex mu;
+    static std::map<int, std::string> said;
+    std::lock_guard<std::mutex> g(mu);
+    std::string& s = said[err];
+    if (s.empty())
+      s = std::string("libfabric failed the RDMA transfer: ") +
+          fi_strerror(err) +
+          " (on another machine the target's provider checks the key: tcp "
+          "fails the connection when the target does not hold it, e.g. a "
+          "deregistered region's, and every later operation with that rank "
+          "fails too)";
+    return s.c_str();
+  }
+
+  // The address the provider takes: the virtual address with
+  // FI_MR_VIRT_ADDR, else the offset in the registration (the rmr's base is
+  // the region's virtual address either way, which the key check needs).
+  uint64_t address(const remote_t& remote) const
+  {
+    return virt_addr_ ? remote.base + remote.disp : remote.disp;
+  }
+
+  // A write or read to a peer on this machine whose table does not list
+  // the key, or not these bytes under it: completed here with an error
+  // flagged refused, before the provider sees it (libfabric 1.17's
+  // providers do not return such an access as an error: shm never
+  // completes it, tcp drops the connection).
+  bool refuse(int rank, const remote_t& remote, size_t size, cqe_t::kind_t kind,
+              void* ctx)
+  {
+    if (!keys_ || !checked_[static_cast<size_t>(rank)]) return false;
+    const char* why =
+        keys_->check(rank, remote.rkey, remote.base + remote.disp, size);
+    if (__builtin_expect(why == nullptr, 1)) return false;
+    refused_.push(kind, ctx, why, true);
+    return true;
+  }
+
   static error_t result(const char* call, ssize_t rc, errorcode_t ok)
   {
     if (rc == 0) return ok;
@@ -352,6 +446,11 @@ class ofi_device_t final : public net_device_t
   std::vector<fi_addr_t> addrs_;
   uint64_t network_flags_;  // completion level of post_send_network
   size_t max_inject_;       // the provider's inject size
+  bool virt_addr_;          // the provider addresses regions by FI_MR_VIRT_ADDR
+  std::shared_ptr<shm::key_table_t> keys_;  // null: no key checks here
+  std::vector<char> local_;                 // by rank: on this machine
+  std::vector<char> checked_;  // by rank: its table is mapped (connect)
+  shm::local_cqes_t refused_;  // accesses refused by the key check
   std::string where_;
   util::spinlock_t own_lock_;
   util::spinlock_t& lock_;  // endpoint + completion queue (+ domain: tcp)
@@ -361,7 +460,8 @@ class ofi_context_t final : public context_t
 {
  public:
   ofi_context_t(const runtime_attr_t& attr,
-                const std::vector<std::string>& other_hosts)
+                const std::vector<std::string>& other_hosts,
+                const key_checks_t& checks)
   {
     // RMA (rendezvous, put, get) when the provider has it, else messages
     // only (then nothing above the eager limit can be sent)
@@ -418,9 +518,11 @@ class ofi_context_t final : public context_t
     caps_.rma = (info_->caps & rma_caps) == rma_caps;
     caps_.imm_data_size = info_->domain_attr->cq_data_size;
     caps_.mr_local = (mode & FI_MR_LOCAL) != 0;
-    virt_addr_ = (mode & FI_MR_VIRT_ADDR) != 0;
-    caps_.rma_virtual = virt_addr_;
+    // an rmr's base is the region's virtual address whatever the provider
+    // takes (ofi_device_t::address): the key check needs it
+    caps_.rma_virtual = true;
     prov_key_ = (mode & FI_MR_PROV_KEY) != 0;
+    open_key_table(checks);
   }
 
   ~ofi_context_t() override
@@ -434,7 +536,7 @@ class ofi_context_t final : public context_t
   {
     return std::make_unique<ofi_device_t>(
         domain_, info_, attr, domain_locked_ ? &domain_lock_ : nullptr,
-        network_flags_);
+        network_flags_, keys_, local_);
   }
 
   net_mr_t register_memory(void* buf, size_t size, const char* call) override
@@ -455,15 +557,17 @@ class ofi_context_t final : public context_t
     out.handle = mr;
     out.desc = fi_mr_desc(mr);
     out.rkey = fi_mr_key(mr);
-    // FI_MR_VIRT_ADDR: peers address the region by virtual address, else
-    // by offset from its start
-    out.rma_base = virt_addr_ ? reinterpret_cast<uintptr_t>(buf) : 0;
+    out.rma_base = reinterpret_cast<uintptr_t>(buf);
+    if (keys_) keys_->add(out.rkey, out.rma_base, size);
     return out;
   }
 
   void deregister_memory(net_mr_t* mr) override
   {
     if (mr->handle) {
+      // out of the table first: once deregistration returns, no peer on
+      // this machine posts an access to the region
+      if (keys_) keys_->remove(mr->rkey);
       close_fid(static_cast<fid_mr*>(mr->handle));
       nregistered_.fetch_sub(1, std::memory_order_relaxed);
     }
@@ -517,23 +621,45 @@ class ofi_context_t final : public context_t
     return rc;
   }
 
+  // The registration table, when the context checks keys and other ranks
+  // of the job run on this machine.
+  void open_key_table(const key_checks_t& checks)
+  {
+    if (!checks.on) return;
+    const std::string me = machine_of(checks.nodes[checks.rank_me]);
+    local_.assign(checks.nodes.size(), 0);
+    bool any = false;
+    for (size_t r = 0; r < checks.nodes.size(); ++r) {
+      local_[r] = machine_of(checks.nodes[r]) == me;
+      any |= local_[r] && static_cast<int>(r) != checks.rank_me;
+    }
+    if (!any) return;
+    if (int n = shm::reclaim_leftovers(shm::kMagic, shm::key_table_t::kMagic))
+      LCI_LOG(info, "ofi backend: removed ", n,
+              " segments of dead processes from /dev/shm");
+    keys_ = std::make_shared<shm::key_table_t>(
+        checks.rank_me, static_cast<int>(checks.nodes.size()), shm::nonce());
+  }
+
   uint64_t network_flags_ = 0;
   fi_info* info_ = nullptr;
   fid_fabric* fabric_ = nullptr;
   fid_domain* domain_ = nullptr;
   bool domain_locked_ = false;
   util::spinlock_t domain_lock_;  // the devices' lock when domain_locked_
-  bool virt_addr_ = false;
   bool prov_key_ = false;
+  std::shared_ptr<shm::key_table_t> keys_;  // null: no key checks
+  std::vector<char> local_;                 // by rank: on this machine
   std::atomic<uint64_t> next_key_{1};
 };
 
 }  // namespace
 
 std::unique_ptr<context_t> alloc_context(
-    const runtime_attr_t& attr, const std::vector<std::string>& other_hosts)
+    const runtime_attr_t& attr, const std::vector<std::string>& other_hosts,
+    const key_checks_t& checks)
 {
-  return std::make_unique<ofi_context_t>(attr, other_hosts);
+  return std::make_unique<ofi_context_t>(attr, other_hosts, checks);
 }
 
 }  // namespace lci::net::ofi

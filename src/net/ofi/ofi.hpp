@@ -19,6 +19,18 @@
 namespace lci::net::ofi
 {
 
+// Checks of RMA keys at peers on this machine: each context lists its
+// registrations in a table in shared memory (net/shm/keys.hpp) that the
+// ranks on its machine map read-only, and a write or read to such a rank
+// whose key or bytes its table does not list is refused before the
+// provider sees it. `on` false (the combining backend, whose node-local
+// backend reaches those ranks): no table.
+struct key_checks_t {
+  bool on = false;
+  int rank_me = 0;
+  std::vector<std::string> nodes;  // node ids by rank (net/node.hpp)
+};
+
 // `other_hosts`: host names of (some of) the job's other machines, empty
 // when every rank runs on this one. They decide the provider "auto" (shm
 // when empty, else the first of cxi, efa, verbs and tcp that libfabric
@@ -26,7 +38,8 @@ namespace lci::net::ofi
 // one the kernel routes to the first of them that resolves, else the
 // first interface that is up, not loopback and has an IPv4 address.
 std::unique_ptr<context_t> alloc_context(
-    const runtime_attr_t& attr, const std::vector<std::string>& other_hosts);
+    const runtime_attr_t& attr, const std::vector<std::string>& other_hosts,
+    const key_checks_t& checks);
 
 }  // namespace lci::net::ofi
 

@@ -15,8 +15,14 @@ std::unique_ptr<context_t> make(const runtime_attr_t& attr, int rank_me,
                                 int /*rank_n*/,
                                 const std::vector<std::string>& nodes)
 {
-  return alloc_context(attr,
-                       other_hosts(nodes, nodes[static_cast<size_t>(rank_me)]));
+  // the combining backend (backend hybrid, or auto across nodes) reaches
+  // this node's ranks by its node-local backend, which checks keys itself
+  key_checks_t checks;
+  checks.on = attr.backend == "ofi";
+  checks.rank_me = rank_me;
+  checks.nodes = nodes;
+  return alloc_context(
+      attr, other_hosts(nodes, nodes[static_cast<size_t>(rank_me)]), checks);
 }
 
 }  // namespace
