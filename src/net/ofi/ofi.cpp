@@ -225,10 +225,16 @@ class ofi_device_t final : public net_device_t
                           ")");
       // a peer on this machine publishes its registrations: its table is
       // mapped before the allocation's closing barrier, after which the
-      // peer unlinks its name (connected)
+      // peer unlinks its name (connected). A table out of reach (another
+      // /dev/shm under the same host name) leaves that peer to the provider.
       if (keys_ && local_[r] && tlen > 0) {
-        keys_->map_peer(static_cast<int>(r), a.substr(flen, tlen));
-        checked_[r] = 1;
+        try {
+          keys_->map_peer(static_cast<int>(r), a.substr(flen, tlen));
+          checked_[r] = 1;
+        } catch (const fatal_error& e) {
+          LCI_LOG(warn, "ofi backend: RMA keys at rank ", r,
+                  " are not checked here: ", e.what());
+        }
       }
     }
   }
