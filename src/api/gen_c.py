@@ -226,20 +226,43 @@ def cxx_value(a, expr):
     return "lci::capi::cxx(%s)" % expr
 
 
-def gen_body(c):
-    """The body of lci_<op> (inside try)."""
+def call_args(c):
+    """The C argument names of lci_<op>, in order."""
+    args = []
+    for a in c.positional:
+        args += [n for _, n in c_params(a, c.name)]
+    if c.has_args:
+        args.append("args")
+    if c.out:
+        args.append("out")
+    return args
+
+
+def set_args_lines(c):
+    """Lines that set the fields of `*args` on the OFF object `x`."""
+    lines = []
+    for a in c.optional:
+        if a.type in SPLIT:
+            raise GenError("%s: optional %s of type %s needs a "
+                           "hand-written C form" % (c.name, a.name, a.type))
+        lines.append("x.%s(%s);" % (a.name, cxx_value(a, "args->" + a.name)))
+    for a in c.attrs:
+        _, _, test = attr_c_type(a, c.name)
+        val = "args->" + a.name
+        if a.type == "bool":
+            val = "args->%s != 0" % a.name
+        if is_enum(a):
+            val = 'lci::detail::parse_%s(args->%s, "lci_%s")' % (
+                a.type[:-2], a.name, c.name)
+        lines.append("if (%s) x.%s(%s);" % (test.format(a.name), a.name, val))
+    return lines
+
+
+def gen_call(c, with_args):
+    """Lines that run the C++ OFF object of `c` and return the C result:
+    with_args, with the fields of `*args`; else with its defaults."""
     o = c.o
     lines = []
-    if c.name in CUSTOM:
-        args = []
-        for a in c.positional:
-            args += [n for _, n in c_params(a, c.name)]
-        if c.has_args:
-            args.append("args")
-        if c.out:
-            args.append("out")
-        lines.append("return lci::capi::%s(%s);" % (c.name, ", ".join(args)))
-        return lines
     ctor = []
     post = []
     for a in c.positional:
@@ -260,57 +283,59 @@ def gen_body(c):
                         % (a.name, a.name, a.name))
         else:
             ctor.append(cxx_value(a, a.name))
-    x = "lci::%s_x" % c.name
-    default_call = "%s(%s).call()" % (x, ", ".join(ctor))
+    obj = "lci::%s_x(%s)" % (c.name, ", ".join(ctor))
+    if with_args:
+        lines.append("auto x = %s;" % obj)
+        lines += set_args_lines(c)
+        expr = "x.call()"
+    else:
+        # the defaults are visible to the compiler (the lean entry of a
+        # post is chosen at compile time)
+        expr = "%s.call()" % obj
+    if o.ret == "status_t":
+        # the C++ call constructs its status in `*out` itself (the twins
+        # have one layout): no copy of the status on the way out
+        lines.append("lci::capi::status_space_t spare;")
+        lines.append("const lci::status_t* r = ::new "
+                     "(lci::capi::status_slot(out, &spare)) "
+                     "lci::status_t(%s);" % expr)
+        lines += post
+        lines.append("return lci::capi::c(r->error.errorcode);")
+        return lines
     if o.ret == "void":
-        result = None
-    elif o.ret in SAME:
-        result = o.ret
+        lines.append("%s;" % expr)
     else:
-        result = "lci::" + o.ret
-    if result:
-        lines.append("%s r;" % result)
-    assign = "r = " if result else ""
-    if c.has_args:
-        # no args: the plain call, whose defaults the compiler sees (the
-        # lean entry of a post is chosen at compile time)
-        lines.append("if (!args) {")
-        lines.append("  %s%s;" % (assign, default_call))
-        lines.append("} else {")
-        lines.append("  auto x = %s(%s);" % (x, ", ".join(ctor)))
-        for a in c.optional:
-            if a.type in SPLIT:
-                raise GenError("%s: optional %s of type %s needs a "
-                               "hand-written C form" % (c.name, a.name,
-                                                        a.type))
-            lines.append("  x.%s(%s);" % (a.name,
-                                          cxx_value(a, "args->" + a.name)))
-        for a in c.attrs:
-            _, _, test = attr_c_type(a, c.name)
-            val = "args->" + a.name
-            if a.type == "bool":
-                val = "args->%s != 0" % a.name
-            if is_enum(a):
-                val = 'lci::detail::parse_%s(args->%s, "lci_%s")' % (
-                    a.type[:-2], a.name, c.name)
-            lines.append("  if (%s) x.%s(%s);" % (test.format(a.name), a.name,
-                                                  val))
-        lines.append("  %sx.call();" % assign)
-        lines.append("}")
-    else:
-        lines.append("%s%s;" % (assign, default_call))
+        result = o.ret if o.ret in SAME else "lci::" + o.ret
+        lines.append("%s const r = %s;" % (result, expr))
     lines += post
     if o.ret == "void":
         lines.append("return LCI_DONE;")
     elif o.ret == "error_t":
         lines.append("return lci::capi::c(r.errorcode);")
-    elif o.ret == "status_t":
-        lines.append("if (out) *out = lci::capi::c(r);")
-        lines.append("return lci::capi::c(r.error.errorcode);")
     else:
         lines.append("if (out) *out = lci::capi::c(r);")
         lines.append("return LCI_DONE;")
     return lines
+
+
+def gen_body(c):
+    """The body of lci_<op> (inside try)."""
+    if c.name in CUSTOM:
+        return ["return lci::capi::%s(%s);" % (c.name,
+                                               ", ".join(call_args(c)))]
+    lines = []
+    if c.has_args:
+        # the fields of an args struct in a function of their own, so that
+        # the call without one carries none of their frame
+        lines.append("if (args) return lci::capi::generated::%s(%s);"
+                     % (c.name, ", ".join(call_args(c))))
+    return lines + gen_call(c, False)
+
+
+def uses_lean(c):
+    """A posting call (its base operation has a lean entry)."""
+    base = op_by_name(c.o.sugar[0]) if c.o.sugar else c.o
+    return bool(base.lean)
 
 
 def gen_handles_hpp(handles):
@@ -333,16 +358,29 @@ def gen_handles_hpp(handles):
 def gen_cpp(ops, attr_getters):
     out = ["// Generated by src/api/gen.py from src/api/spec.py. Do not edit: "
            "change the spec.\n",
+           '#include <new>\n\n',
            '#include "capi/capi.hpp"\n',
            '#include "resource/resources.hpp"\n\n',
-           'extern "C" {\n\n']
+           "// lci_<op> with an args struct (called inside its exception "
+           "barrier)\n",
+           "namespace lci::capi::generated\n{\n\n"]
+    # the posting calls: inline the OFF object's call() whole, so that its
+    # default tests fold where the compiler sees the defaults and the lean
+    # entry is called directly (the compiler's size heuristics would
+    # otherwise keep call() out of line for the big object)
     for c in ops:
-        base = op_by_name(c.o.sugar[0]) if c.o.sugar else c.o
-        if base.lean:
-            # the posting calls: inline the OFF object's call() whole, so
-            # that with args == NULL its default tests fold and the lean
-            # entry is called directly (the compiler's size heuristics
-            # would otherwise keep call() out of line for the big object)
+        if not c.has_args or c.name in CUSTOM:
+            continue
+        attrs = "flatten, noinline" if uses_lean(c) else "noinline"
+        ps = ", ".join("%s %s" % p for p in c.params())
+        out.append("__attribute__((%s)) lci_error_t %s(%s)\n{\n"
+                   % (attrs, c.name, ps))
+        for line in gen_call(c, True):
+            out.append("  %s\n" % line)
+        out.append("}\n\n")
+    out.append("}  // namespace lci::capi::generated\n\nextern \"C\" {\n\n")
+    for c in ops:
+        if uses_lean(c):
             out.append("__attribute__((flatten))\n")
         out.append("%s\n{\n  try {\n" % c.proto())
         for line in gen_body(c):
