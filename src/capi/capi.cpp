@@ -87,6 +87,7 @@ static_assert(sizeof(lci_rcomp_t) == sizeof(rcomp_t));
   static_assert(offsetof(c_type, c_field) == offsetof(cxx_type, cxx_field), \
                 #c_type "." #c_field)
 static_assert(sizeof(lci_status_t) == sizeof(status_t));
+static_assert(alignof(lci_status_t) == alignof(status_t));
 static_assert(std::is_standard_layout_v<status_t> &&
               std::is_trivially_copyable_v<status_t>);
 static_assert(sizeof(lci_error_t) == sizeof(error_t));

@@ -152,6 +152,17 @@ inline lci_status_t c(const status_t& s)
   return x;
 }
 
+// Where a call returning a status constructs it: in the caller's `*out`
+// (same layout as status_t, capi.cpp), so that the C++ call writes the
+// status once, in place; in `spare` when the caller discards it.
+struct status_space_t {
+  alignas(status_t) unsigned char bytes[sizeof(status_t)];
+};
+inline void* status_slot(lci_status_t* out, status_space_t* spare)
+{
+  return out ? static_cast<void*>(out) : static_cast<void*>(spare->bytes);
+}
+
 // The exception barrier: called in a catch block, it turns the exception in
 // flight into an error code and this thread's last-error message, which
 // starts with `fn`, the C function (the C++ message names the C++ call,

@@ -4,7 +4,9 @@
 usage: check_capi.py coverage SPEC_DIR HEADER TEST.c...
          every operation of the spec has its C form in HEADER (the generated
          lci_c_binding.h), is called in one of the C tests, and fails there
-         once (the call of a CHECK_FAILS) unless NO_ERROR_PATH says why not
+         once (the call of a CHECK_FAILS) unless NO_ERROR_PATH says why not;
+         so does the graph-node form (lci_graph_add_node_<op>) of every
+         posting call
        check_capi.py generator SPEC_DIR
          an operation added to the spec (new optional arguments of known
          types, a sugar of post_comm, attributes) or a resource with a
@@ -47,6 +49,15 @@ def has_args(gen, o):
     return bool(optional or o.attrs_of)
 
 
+def is_posting(spec, o):
+    """A posting call: post_comm (the operation with a lean entry) or one
+    of its sugars."""
+    base = o
+    if o.sugar:
+        base = next(b for b in spec.OPS if b.name == o.sugar[0])
+    return bool(base.lean)
+
+
 def coverage(spec_dir, header, tests):
     spec, gen = load_spec(spec_dir)
     htext = open(header).read()
@@ -76,6 +87,16 @@ def coverage(spec_dir, header, tests):
                                      ttext),
                            "lci_%s never fails in the C tests (a CHECK_FAILS "
                            "call, or a reason in NO_ERROR_PATH)" % o.name))
+        if is_posting(spec, o):
+            # graph_add_node_op's C form for this posting call
+            node = "lci_graph_add_node_" + o.name
+            checks += [
+                (re.search(r"\blci_error_t %s\(" % node, htext),
+                 "%s is not declared in %s" % (node, header)),
+                (re.search(r"\b%s\(" % node, ttext),
+                 "%s is never called by the C tests" % node),
+                (re.search(r"CHECK_FAILS\(\s*%s\(" % node, ttext),
+                 "%s never fails in the C tests" % node)]
         if has_args(gen, o):
             checks.append((re.search(r"\blci_%s_args_t\b" % o.name, htext)
                            and "LCI_%s_ARGS_INIT" % o.name.upper() in htext,
@@ -142,6 +163,14 @@ def generator(spec_dir):
                "the probe's optional argument passed on")
         expect(re.search(r"lci_zz_send_probe_args_t \{[^}]*\btag;", h)
                is not None, "the sugar op takes post_comm's tag")
+        expect("lci_error_t lci_graph_add_node_zz_send_probe(lci_comp_t graph, "
+               "int rank, void* local_buffer, size_t size, "
+               "const lci_zz_send_probe_args_t* args, "
+               "lci_graph_node_t* out);" in h and
+               "lci::graph_add_node_op(lci::capi::cxx(graph), x)" in cpp,
+               "a posting sugar op gets its graph-node form")
+        expect("lci_graph_add_node_zz_probe" not in h,
+               "only a posting call has a graph-node form")
         expect("lci_zz_alloc_probe_args_t" in h and
                "if (args->cq_type != nullptr) x.cq_type(args->cq_type);"
                in cpp, "an allocating op takes its resource's attributes")

@@ -382,6 +382,132 @@ static void test_graph(void)
   CHECK(lci_free_comp(&done_sync) == LCI_DONE);
 }
 
+/* posting calls as graph nodes (lci_graph_add_node_<post>): each posts when
+ * the graph runs it and completes when its communication does */
+static void test_graph_post_nodes(void)
+{
+  enum { N = 256 };
+  char out[64] = "a send as a graph node";
+  char in[64] = {0};
+  char comm_out[16] = "post_comm node";
+  char comm_in[16] = {0};
+  char* region = (char*)calloc(N, 1);
+  char* local = (char*)malloc(N);
+  char* back = (char*)calloc(N, 1);
+  for (int i = 0; i < N; ++i) local[i] = (char)(i * 3 + 1);
+  lci_mr_t mr = NULL;
+  CHECK(lci_register_memory(region, N, NULL, &mr) == LCI_DONE);
+  lci_rmr_t rmr = LCI_RMR_NULL_INIT;
+  CHECK(lci_get_rmr(mr, &rmr) == LCI_DONE);
+  lci_comp_t cq = NULL;
+  CHECK(lci_alloc_cq(NULL, &cq) == LCI_DONE);
+  lci_rcomp_t rcomp = LCI_RCOMP_NULL;
+  CHECK(lci_register_rcomp(cq, NULL, &rcomp) == LCI_DONE);
+
+  lci_comp_t graph = NULL;
+  CHECK(lci_alloc_graph(NULL, &graph) == LCI_DONE);
+  lci_graph_node_t recv = NULL, send = NULL, cin = NULL, cout = NULL, am = NULL,
+                   put = NULL, get = NULL;
+  CHECK(lci_graph_add_node_post_recv(graph, 0, in, sizeof(in), 9, NULL,
+                                     &recv) == LCI_DONE &&
+        recv != NULL);
+  lci_post_send_args_t sa = LCI_POST_SEND_ARGS_INIT;
+  sa.user_context = out; /* replaced by the node */
+  CHECK(lci_graph_add_node_post_send(graph, 0, out, sizeof(out), 9, &sa,
+                                     &send) == LCI_DONE);
+  lci_post_comm_args_t ca = LCI_POST_COMM_ARGS_INIT;
+  ca.tag = 10;
+  CHECK(lci_graph_add_node_post_comm(graph, LCI_DIRECTION_IN, 0, comm_in,
+                                     sizeof(comm_in), &ca, &cin) == LCI_DONE);
+  CHECK(lci_graph_add_node_post_comm(graph, LCI_DIRECTION_OUT, 0, comm_out,
+                                     sizeof(comm_out), &ca, &cout) == LCI_DONE);
+  uint64_t payload = UINT64_C(0x0102030405060708);
+  lci_post_am_args_t aa = LCI_POST_AM_ARGS_INIT;
+  aa.tag = 78;
+  CHECK(lci_graph_add_node_post_am(graph, 0, &payload, sizeof(payload), rcomp,
+                                   &aa, &am) == LCI_DONE);
+  CHECK(lci_graph_add_node_post_put(graph, 0, local, N, 0, rmr, NULL, &put) ==
+        LCI_DONE);
+  /* the args struct is copied: changing it afterwards changes nothing */
+  lci_post_get_args_t ga = LCI_POST_GET_ARGS_INIT;
+  ga.tag = 1;
+  CHECK(lci_graph_add_node_post_get(graph, 0, back, N - 16, 16, rmr, &ga,
+                                    &get) == LCI_DONE);
+  ga.remote_comp = (lci_rcomp_t)1 << 30;
+  lci_graph_node_t firsts[5] = {recv, send, cin, cout, am};
+  for (int i = 0; i < 5; ++i) {
+    CHECK(lci_graph_add_edge(graph, LCI_GRAPH_START, firsts[i], NULL) ==
+          LCI_DONE);
+    CHECK(lci_graph_add_edge(graph, firsts[i], LCI_GRAPH_END, NULL) ==
+          LCI_DONE);
+  }
+  /* the get reads what the put wrote */
+  CHECK(lci_graph_add_edge(graph, LCI_GRAPH_START, put, NULL) == LCI_DONE);
+  CHECK(lci_graph_add_edge(graph, put, get, NULL) == LCI_DONE);
+  CHECK(lci_graph_add_edge(graph, get, LCI_GRAPH_END, NULL) == LCI_DONE);
+
+  lci_status_t st;
+  lci_error_t rc = LCI_RETRY;
+  CHECK(lci_graph_start(graph) == LCI_DONE);
+  for (long i = 0; i < 1000000 && rc == LCI_RETRY; ++i) {
+    lci_progress(NULL);
+    rc = lci_graph_test(graph, &st);
+  }
+  CHECK(rc == LCI_DONE);
+  CHECK(strcmp(in, out) == 0 && strcmp(comm_in, comm_out) == 0);
+  CHECK(memcmp(region, local, N) == 0);
+  CHECK(memcmp(back, local + 16, N - 16) == 0);
+  lci_status_t got;
+  do {
+    lci_progress(NULL);
+    rc = lci_cq_pop(cq, &got);
+  } while (rc == LCI_RETRY);
+  CHECK(rc == LCI_DONE && got.tag == 78 && got.size == 8 &&
+        memcmp(got.buffer, &payload, 8) == 0);
+  if (rc == LCI_DONE) {
+    const lci_allocator_t* a = NULL;
+    lci_get_allocator(NULL, &a);
+    a->deallocate(got.buffer, a->context);
+  }
+
+  /* error paths: not a graph, a freed graph */
+  lci_graph_node_t none = NULL;
+  CHECK_FAILS(lci_graph_add_node_post_send(cq, 0, out, 8, 9, NULL, &none),
+              "lci_graph_add_node_post_send", "not a graph");
+  CHECK(none == NULL);
+  lci_comp_t gone = graph;
+  CHECK(lci_free_comp(&graph) == LCI_DONE);
+  CHECK_FAILS(lci_graph_add_node_post_recv(gone, 0, in, 8, 9, NULL, &none),
+              "lci_graph_add_node_post_recv", NULL);
+  CHECK_FAILS(
+      lci_graph_add_node_post_am(gone, 0, &payload, 8, rcomp, NULL, &none),
+      "lci_graph_add_node_post_am", NULL);
+  CHECK_FAILS(lci_graph_add_node_post_comm(gone, LCI_DIRECTION_OUT, 0, out, 8,
+                                           NULL, &none),
+              "lci_graph_add_node_post_comm", NULL);
+  CHECK_FAILS(
+      lci_graph_add_node_post_put(gone, 0, local, 8, 0, rmr, NULL, &none),
+      "lci_graph_add_node_post_put", NULL);
+  CHECK_FAILS(
+      lci_graph_add_node_post_get(gone, 0, back, 8, 0, rmr, NULL, &none),
+      "lci_graph_add_node_post_get", NULL);
+  /* a bad rank fails when the node runs: in the call that runs it */
+  CHECK(lci_alloc_graph(NULL, &graph) == LCI_DONE);
+  CHECK(lci_graph_add_node_post_send(graph, 3, out, 8, 9, NULL, &send) ==
+        LCI_DONE);
+  CHECK(lci_graph_add_edge(graph, LCI_GRAPH_START, send, NULL) == LCI_DONE);
+  CHECK_FAILS(lci_graph_start(graph), "lci_graph_start",
+              "rank 3 is out of range");
+  CHECK(lci_free_comp(&graph) == LCI_DONE);
+
+  CHECK(lci_deregister_rcomp(rcomp, NULL) == LCI_DONE);
+  CHECK(lci_free_comp(&cq) == LCI_DONE);
+  CHECK(lci_deregister_memory(&mr, NULL) == LCI_DONE);
+  free(region);
+  free(local);
+  free(back);
+}
+
 /* an allocator that counts */
 struct counting_allocator {
   int allocs;
@@ -872,6 +998,7 @@ int main(void)
   test_matching_engine();
   test_completion_objects();
   test_graph();
+  test_graph_post_nodes();
   test_point_to_point();
   test_rma();
   test_collectives();
