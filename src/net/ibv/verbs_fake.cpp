@@ -58,7 +58,11 @@ namespace
 
 constexpr uint32_t kMagic = 0x4c434946;  // "LCIF"
 constexpr uint32_t kMaxMr = 1u << 16;
-constexpr uint32_t kMaxQp = 64;
+// Queue pairs of one fake device (one per rank for every LCI device of the
+// runtime: devices x ranks at most). The segment is sparse: a ring costs
+// memory only as far as its traffic has written it, so the bound is the
+// address space every peer maps (kMaxQp MiB per fake device).
+constexpr uint32_t kMaxQp = 1024;
 constexpr uint64_t kRingBytes = 1u << 20;
 constexpr uint32_t kMaxInline = 256;
 constexpr uint64_t kMaxSend = kRingBytes / 4;  // largest send the ring takes
