@@ -492,24 +492,42 @@ std::string self_send(self_t& s, const void* buf, size_t n, void* rbuf)
 
 }  // namespace
 
+namespace
+{
+
+// A self device over the fake in check mode, a receive buffer, and two
+// pages announced as a packet pool's memory, one send from them already
+// through (their registration made).
+struct pool_case_t {
+  pool_case_t() : env("check"), rpool(rbuf, sizeof(rbuf))
+  {
+    id = lci::net::announce_region(m.p, m.kLen);
+    first = self_send(s, m.p, 64, rbuf);
+  }
+  ~pool_case_t() { lci::net::retire_region(id); }
+  fake_env_t env;
+  self_t s;
+  alignas(64) char rbuf[4096];
+  pool_region_t rpool;
+  remappable_t m;
+  uint64_t id;
+  std::string first;
+};
+
+}  // namespace
+
 // The fake in check mode notices an access through a registration whose
 // pages were replaced (the hazard a pinned registration kept past its
 // memory's life would be on hardware): the control for the tests below.
 TEST(IbvStale, FakeCheckFailsAnAccessThroughAStaleRegistration)
 {
   if (std::string why = check_skip(); !why.empty()) GTEST_SKIP() << why;
-  fake_env_t env("check");
-  self_t s;
-  alignas(64) static char rbuf[4096];
-  pool_region_t rpool(rbuf, sizeof(rbuf));
-  remappable_t m;
-  const uint64_t id = lci::net::announce_region(m.p, m.kLen);
-  EXPECT_EQ(self_send(s, m.p, 64, rbuf), "");
-  ASSERT_TRUE(m.remap());
+  pool_case_t c;
+  EXPECT_EQ(c.first, "");
+  ASSERT_TRUE(c.m.remap());
   // the region is still announced: its registration was kept, stale
-  EXPECT_NE(self_send(s, m.p, 64, rbuf).find("stale registration"),
+  EXPECT_NE(self_send(c.s, c.m.p, 64, c.rbuf).find("stale registration"),
             std::string::npos);
-  lci::net::retire_region(id);
 }
 
 // A packet pool freed and another allocated at its address: the pool
@@ -518,21 +536,15 @@ TEST(IbvStale, FakeCheckFailsAnAccessThroughAStaleRegistration)
 TEST(IbvStale, PoolMemoryReusedAtTheSameAddressIsRegisteredAgain)
 {
   if (std::string why = check_skip(); !why.empty()) GTEST_SKIP() << why;
-  fake_env_t env("check");
-  self_t s;
-  alignas(64) static char rbuf[4096];
-  pool_region_t rpool(rbuf, sizeof(rbuf));
-  remappable_t m;
-  uint64_t id = lci::net::announce_region(m.p, m.kLen);
-  EXPECT_EQ(self_send(s, m.p, 64, rbuf), "");
-  const uint64_t before = s.ctx.cache()->registrations();
-  lci::net::retire_region(id);
-  ASSERT_TRUE(m.remap());
-  id = lci::net::announce_region(m.p, m.kLen);
-  EXPECT_EQ(self_send(s, m.p + 4096, 64, rbuf), "");
-  EXPECT_EQ(rbuf[0], 2);  // the new pages' bytes
-  EXPECT_EQ(s.ctx.cache()->registrations(), before + 1);
-  lci::net::retire_region(id);
+  pool_case_t c;
+  EXPECT_EQ(c.first, "");
+  const uint64_t before = c.s.ctx.cache()->registrations();
+  lci::net::retire_region(c.id);
+  ASSERT_TRUE(c.m.remap());
+  c.id = lci::net::announce_region(c.m.p, c.m.kLen);
+  EXPECT_EQ(self_send(c.s, c.m.p + 4096, 64, c.rbuf), "");
+  EXPECT_EQ(c.rbuf[0], 2);  // the new pages' bytes
+  EXPECT_EQ(c.s.ctx.cache()->registrations(), before + 1);
 }
 
 // The user registration cache: a buffer deregistered, its memory freed and
