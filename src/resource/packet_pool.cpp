@@ -8,6 +8,7 @@
 #include <new>
 #include <utility>
 
+#include "net/regions.hpp"
 #include "resource/globals.hpp"
 #include "resource/runtime.hpp"
 #include "util/deque.hpp"
@@ -172,10 +173,12 @@ packet_pool_impl_t::packet_pool_impl_t(const packet_pool_attr_t& a) : attr(a)
     deques_.push_back(shared);
     ndeques_.store(1, std::memory_order_release);
     set_threshold_locked();
+    region_id_ = net::announce_region(slab_, stride * attr.npackets);
     live_pools_t& lp = live_pools();
     std::lock_guard<std::mutex> g(lp.mu);
     lp.pools.emplace_back(hot_.id, this);
   } catch (...) {
+    if (region_id_) net::retire_region(region_id_);
     std::free(slab_);
     throw;
   }
@@ -199,6 +202,7 @@ packet_pool_impl_t::~packet_pool_impl_t()
                            [&](const auto& e) { return e.first == hot_.id; });
     if (it != lp.pools.end()) lp.pools.erase(it);
   }
+  net::retire_region(region_id_);
   std::free(slab_);
 }
 

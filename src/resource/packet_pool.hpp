@@ -228,6 +228,9 @@ class packet_pool_impl_t
 
   char* slab_ = nullptr;
   size_t stride_ = 0;
+  // the slab as announced to the backends (net/regions.hpp): a backend
+  // that registers it drops the registration before the slab is freed
+  uint64_t region_id_ = 0;
 };
 
 }  // namespace lci

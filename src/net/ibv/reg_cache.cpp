@@ -1,10 +1,10 @@
 #include "net/ibv/reg_cache.hpp"
 
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "util/error.hpp"
 
@@ -14,27 +14,30 @@ namespace lci::net::ibv
 reg_cache_t::reg_cache_t(verbs_t* v, bool share, bool odp, const mr_t* implicit)
     : v_(v), share_(share), odp_(odp), implicit_(implicit)
 {
+  if (!implicit_) add_region_listener(this);
 }
 
 reg_cache_t::~reg_cache_t()
 {
+  if (!implicit_) remove_region_listener(this);
+  // what is left: pool regions still alive (user registrations are
+  // released by their owners first)
   for (auto& [start, e] : by_start_) {
     v_->dereg_mr(e->mr);
     delete e;
   }
 }
 
-// A cached entry covering [a, b): entries starting at or below `a`,
-// nearest first; a few looked at (overlaps are rare: page-rounded buffers
-// of one pool), a miss only costs a registration.
+// A listed entry covering [a, b): entries starting at or below `a`,
+// nearest first; at most `limit` looked at.
 reg_cache_t::entry_t* reg_cache_t::find(uintptr_t a, uintptr_t b,
-                                        bool internal_only)
+                                        bool shareable, size_t limit)
 {
   auto it = by_start_.upper_bound(a);
-  for (int i = 0; i < 16 && it != by_start_.begin(); ++i) {
+  for (size_t i = 0; i < limit && it != by_start_.begin(); ++i) {
     --it;
     entry_t* e = it->second;
-    if (e->end >= b && (!internal_only || e->internal)) return e;
+    if (e->end >= b && (!shareable || e->region == 0)) return e;
   }
   return nullptr;
 }
@@ -68,24 +71,30 @@ const reg_cache_t::entry_t* reg_cache_t::acquire(void* buf, size_t size,
   if (implicit_) {
     // one registration for everything: a handle per user all the same, so
     // release stays uniform
-    return new entry_t{a, a + size, *implicit_, 1, false};
+    return new entry_t{a, a + size, *implicit_, 1, 0};
   }
   if (share_) {
     util::spin_guard_t g(lock_);
-    if (entry_t* e = find(a, a + size, false)) {
-      if (!e->internal) {
-        ++e->refs;
-        return e;
-      }
+    if (entry_t* e = find(a, a + size, true)) {
+      ++e->refs;
+      return e;
     }
   }
   mr_t mr = reg(buf, size, call);
-  auto* e = new entry_t{a, a + size, mr, 1, false};
-  if (share_) {
-    util::spin_guard_t g(lock_);
-    by_start_.emplace(a, e);
-  }
+  auto* e = new entry_t{a, a + size, mr, 1, 0};
+  util::spin_guard_t g(lock_);
+  by_start_.emplace(a, e);
   return e;
+}
+
+void reg_cache_t::erase_locked(entry_t* e)
+{
+  auto range = by_start_.equal_range(e->start);
+  for (auto it = range.first; it != range.second; ++it)
+    if (it->second == e) {
+      by_start_.erase(it);
+      return;
+    }
 }
 
 void reg_cache_t::release(const entry_t* ce)
@@ -95,15 +104,10 @@ void reg_cache_t::release(const entry_t* ce)
     delete e;
     return;
   }
-  if (share_) {
+  {
     util::spin_guard_t g(lock_);
     if (--e->refs > 0) return;
-    auto range = by_start_.equal_range(e->start);
-    for (auto it = range.first; it != range.second; ++it)
-      if (it->second == e) {
-        by_start_.erase(it);
-        break;
-      }
+    erase_locked(e);
   }
   v_->dereg_mr(e->mr);
   delete e;
@@ -113,15 +117,55 @@ uint32_t reg_cache_t::lkey(const void* buf, size_t size)
 {
   if (implicit_) return implicit_->lkey;
   const uintptr_t a = reinterpret_cast<uintptr_t>(buf);
-  util::spin_guard_t g(lock_);
-  if (entry_t* e = find(a, a + size, true)) return e->mr.lkey;
-  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t lo = a & ~(page - 1);
-  const uintptr_t hi = (a + size + page - 1) & ~(page - 1);
-  mr_t mr = reg(reinterpret_cast<void*>(lo), hi - lo, "ibv backend");
-  auto* e = new entry_t{lo, hi, mr, 0, true};
-  by_start_.emplace(lo, e);
+  {
+    util::spin_guard_t g(lock_);
+    if (entry_t* e = find(a, a + size, false)) return e->mr.lkey;
+    // a registration starting further down (many smaller ones above it):
+    // rare, so the whole list only here
+    if (entry_t* e = find(a, a + size, false, SIZE_MAX)) return e->mr.lkey;
+  }
+  // (the region table's lock is taken outside ours: a retiring region
+  // calls region_retired under it)
+  region_t r;
+  if (!find_region(buf, size, &r))
+    util::throw_fatal("ibv backend: the buffer ", buf, " of ", size,
+                      " bytes is neither registered nor in a packet pool");
+  mr_t mr = reg(reinterpret_cast<void*>(r.base), r.len, "ibv backend");
+  {
+    util::spin_guard_t g(lock_);
+    if (entry_t* e = find(a, a + size, false)) {
+      // another thread registered it first
+      v_->dereg_mr(mr);
+      return e->mr.lkey;
+    }
+    by_start_.emplace(r.base, new entry_t{r.base, r.base + r.len, mr, 0, r.id});
+  }
+  // A pool freed while this post used it (the program's error) retired
+  // its region before the entry was listed: never keep that one.
+  region_t now;
+  if (!find_region(buf, size, &now) || now.id != r.id) region_retired(r);
   return mr.lkey;
+}
+
+void reg_cache_t::region_retired(const region_t& r)
+{
+  std::vector<entry_t*> gone;
+  {
+    util::spin_guard_t g(lock_);
+    auto range = by_start_.equal_range(r.base);
+    for (auto it = range.first; it != range.second;) {
+      if (it->second->region == r.id) {
+        gone.push_back(it->second);
+        it = by_start_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (entry_t* e : gone) {
+    v_->dereg_mr(e->mr);
+    delete e;
+  }
 }
 
 size_t reg_cache_t::entries()

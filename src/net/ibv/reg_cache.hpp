@@ -5,10 +5,15 @@
 //     registering the same pages again; the last release deregisters. Idle
 //     registrations are not kept: a pinned registration of memory the
 //     program has unmapped would keep the old pages, and a later mapping at
-//     the same address would silently miss the data.
-//   - the backend's own send and receive buffers (post_send, post_recv: the
-//     core's packets, which carry no registration): looked up by address,
-//     registered on a miss by whole pages and kept until the context goes.
+//     the same address would silently miss the data. So a buffer freed and
+//     another allocated at its address never meets the old registration.
+//   - the backend's own send and receive buffers (post_send, post_recv,
+//     which carry no registration): a live registration covering the
+//     buffer serves it (the raw API's user buffers, registered by their
+//     owner); else the packet pool region holding it (net/regions.hpp) is
+//     registered whole on first use and deregistered when the pool
+//     retires the region, before its memory is freed. A buffer in neither
+//     is a fatal error (the core never posts one).
 // With implicit on-demand paging one registration covers everything.
 #ifndef LCI_NET_IBV_REG_CACHE_HPP
 #define LCI_NET_IBV_REG_CACHE_HPP
@@ -18,24 +23,25 @@
 #include <map>
 
 #include "net/ibv/verbs.hpp"
+#include "net/regions.hpp"
 #include "util/spinlock.hpp"
 
 namespace lci::net::ibv
 {
 
-class reg_cache_t
+class reg_cache_t final : public region_listener_t
 {
  public:
   struct entry_t {
     uintptr_t start, end;
     mr_t mr;
-    int refs;       // live register_memory users
-    bool internal;  // a send/receive buffer registration, kept
+    int refs;         // live register_memory users
+    uint64_t region;  // a packet pool region's registration (0: a user's)
   };
 
   // `share`: the attribute ibv_reg_cache; `odp`: explicit on-demand paging.
   reg_cache_t(verbs_t* v, bool share, bool odp, const mr_t* implicit);
-  ~reg_cache_t();
+  ~reg_cache_t() override;
   reg_cache_t(const reg_cache_t&) = delete;
   reg_cache_t& operator=(const reg_cache_t&) = delete;
 
@@ -45,19 +51,27 @@ class reg_cache_t
   void release(const entry_t* e);
   // The local key of a backend buffer.
   uint32_t lkey(const void* buf, size_t size);
+  // A packet pool's region goes: its registration with it.
+  void region_retired(const region_t& r) override;
 
   // introspection for tests
   size_t entries();
   uint64_t registrations() const { return nreg_; }
 
  private:
-  entry_t* find(uintptr_t a, uintptr_t b, bool internal_only);
+  // a listed registration covering [a, b): a user's one only (`shareable`)
+  // or any; a few looked at by default (overlaps are rare), a miss only
+  // costing a registration
+  entry_t* find(uintptr_t a, uintptr_t b, bool shareable, size_t limit = 16);
   mr_t reg(void* buf, size_t size, const char* call);
+  void erase_locked(entry_t* e);
 
   verbs_t* v_;
   bool share_, odp_;
   const mr_t* implicit_;
   util::spinlock_t lock_;
+  // every live registration (user ones too when not shared, so that a
+  // raw post of a user buffer finds its registration)
   std::multimap<uintptr_t, entry_t*> by_start_;
   uint64_t nreg_ = 0;
 };

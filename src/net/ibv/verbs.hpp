@@ -140,7 +140,8 @@ class verbs_t
 
 // The verbs of this process: the fake when LCI_IBV_FAKE is set (test
 // only: "1" a fake device with an active port; "down" its port down;
-// "pin" it also pins memory, so the memlock check applies), else libibverbs.
+// "pin" it also pins memory, so the memlock check applies; "check" it
+// fails accesses through stale registrations), else libibverbs.
 // Null when no device with an active port can be opened, and *why says
 // why in words (no device, port down, ...).
 std::unique_ptr<verbs_t> open_verbs(const open_attr_t& attr, std::string* why);
@@ -151,6 +152,9 @@ std::unique_ptr<verbs_t> open_fake_verbs(const open_attr_t& attr,
                                          std::string* why);
 // Whether the process selected the fake (LCI_IBV_FAKE set and not empty).
 bool fake_selected();
+// Whether this process sees physical frames in /proc/self/pagemap (needs
+// CAP_SYS_ADMIN), without which LCI_IBV_FAKE=check checks nothing.
+bool fake_frames_visible();
 
 }  // namespace lci::net::ibv
 

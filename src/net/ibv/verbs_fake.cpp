@@ -14,7 +14,17 @@
 //     immediate then queues the immediate in the ring, which consumes a
 //     receive buffer at the target like the real thing;
 //   - failures come back as error completions, and the queue pair then goes
-//     to the error state and flushes what follows, as on hardware.
+//     to the error state and flushes what follows, as on hardware;
+//   - with LCI_IBV_FAKE=check, stale registrations are detected: a real
+//     registration pins the physical pages it found, so memory unmapped and
+//     mapped again at the same address is no longer what it reads and
+//     writes (silently). The fake records the physical frame of a
+//     registration's first and last page (from /proc/<pid>/pagemap, which
+//     shows frames only to a privileged process; elsewhere nothing is
+//     checked) and fails any access through the registration whose pages
+//     have other frames since: a send or a write from it, a receive into
+//     it, a peer's write or read of it. Opt-in, as the kernel may move a
+//     page that nothing pins (compaction), which would look the same.
 // Completions of posts are made at post time (the copy is done by then).
 #include <dirent.h>
 #include <fcntl.h>
@@ -37,6 +47,10 @@
 
 #include "net/ibv/verbs.hpp"
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels: EINVAL
+#endif
+
 namespace lci::net::ibv
 {
 namespace
@@ -44,18 +58,46 @@ namespace
 
 constexpr uint32_t kMagic = 0x4c434946;  // "LCIF"
 constexpr uint32_t kMaxMr = 1u << 16;
-constexpr uint32_t kMaxQp = 64;
+// Queue pairs of one fake device (one per rank for every LCI device of the
+// runtime: devices x ranks at most). The segment is sparse: a ring costs
+// memory only as far as its traffic has written it, so the bound is the
+// address space every peer maps (kMaxQp MiB per fake device).
+constexpr uint32_t kMaxQp = 1024;
 constexpr uint64_t kRingBytes = 1u << 20;
 constexpr uint32_t kMaxInline = 256;
 constexpr uint64_t kMaxSend = kRingBytes / 4;  // largest send the ring takes
 constexpr const char* kPrefix = "lci-fakeibv-";
+// check mode: an access through a registration whose pages changed
+constexpr const char* kStale =
+    "stale registration: its pages were unmapped and mapped again (fake "
+    "check)";
 
 struct mr_entry_t {
   std::atomic<uint32_t> rkey;  // 0: free
   uint32_t pad;
   uint64_t addr;
   uint64_t len;
+  // check mode: the physical frames of the first and last page at
+  // registration (0: not recorded, nothing checked)
+  uint64_t frame_first;
+  uint64_t frame_last;
 };
+
+// The physical frame behind `addr` in process `pid`, 0 when unknown (not
+// present, or frames hidden from an unprivileged reader).
+uint64_t frame_of(int pid, uint64_t addr)
+{
+  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const std::string path = "/proc/" + std::to_string(pid) + "/pagemap";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  uint64_t v = 0;
+  const ssize_t n =
+      pread(fd, &v, sizeof(v), static_cast<off_t>(addr / page * sizeof(v)));
+  ::close(fd);
+  if (n != static_cast<ssize_t>(sizeof(v)) || !(v >> 63)) return 0;
+  return v & ((uint64_t(1) << 55) - 1);
+}
 
 // One queue pair's inbound ring: records of [rec_t][payload], 16-byte
 // aligned; one producer (the peer queue pair, under its send mutex), one
@@ -181,10 +223,11 @@ class fake_verbs_t final : public verbs_t
           "LCI_IBV_FAKE=down)";
       return false;
     }
-    if (mode != "1" && mode != "pin") {
-      *why = "LCI_IBV_FAKE='" + mode + "' (test only: 1, down or pin)";
+    if (mode != "1" && mode != "pin" && mode != "check") {
+      *why = "LCI_IBV_FAKE='" + mode + "' (test only: 1, down, pin or check)";
       return false;
     }
+    check_ = mode == "check";
     // peers copy into this process's memory (process_vm_writev): allow it
     // where Yama restricts ptrace to ancestors
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
@@ -249,6 +292,8 @@ class fake_verbs_t final : public verbs_t
       if (!e.rkey.compare_exchange_strong(expect, 1u)) continue;
       e.addr = reinterpret_cast<uintptr_t>(addr);
       e.len = len;
+      e.frame_first = e.frame_last = 0;
+      if (check_ && !odp && len > 0) record_frames(e);
       const uint32_t gen = seg_->next_gen.fetch_add(1) & 0x7fff;
       const uint32_t key = ((gen + 1) << 16) | i;
       e.rkey.store(key, std::memory_order_release);
@@ -368,7 +413,9 @@ class fake_verbs_t final : public verbs_t
     if (w.inline_data && total > kMaxInline) return EINVAL;
     if (!w.inline_data)
       for (int i = 0; i < w.nsge; ++i)
-        if (!local_ok(w.sge[i])) return fail(q, w, "local protection error");
+        if (const char* err =
+                local_error(w.sge[i].lkey, w.sge[i].addr, w.sge[i].len))
+          return fail(q, w, err);
     switch (w.op) {
       case op_t::send: {
         if (total > kMaxSend) return fail(q, w, "local length error");
@@ -384,8 +431,8 @@ class fake_verbs_t final : public verbs_t
       case op_t::write:
       case op_t::write_imm: {
         if (w.op == op_t::write_imm && !reserve(q, 0)) return ENOMEM;
-        if (!remote_ok(q, w.rkey, w.raddr, total))
-          return fail(q, w, "remote access error");
+        if (const char* err = remote_error(q, w.rkey, w.raddr, total))
+          return fail(q, w, err);
         if (!transfer(q, w, total, true))
           return fail(q, w, "transport retry counter exceeded");
         if (w.op == op_t::write_imm)
@@ -393,8 +440,8 @@ class fake_verbs_t final : public verbs_t
         return complete(q, w, nullptr);
       }
       case op_t::read: {
-        if (!remote_ok(q, w.rkey, w.raddr, total))
-          return fail(q, w, "remote access error");
+        if (const char* err = remote_error(q, w.rkey, w.raddr, total))
+          return fail(q, w, err);
         if (!transfer(q, w, total, false))
           return fail(q, w, "transport retry counter exceeded");
         return complete(q, w, nullptr);
@@ -457,18 +504,50 @@ class fake_verbs_t final : public verbs_t
     return addr >= e.addr && addr + len <= e.addr + e.len;
   }
 
-  bool local_ok(const sge_t& s) const
+  // Check mode: the pages the registration found, as real pinning keeps
+  // them (write-faulted first, as registering does: a page never written
+  // would be the shared zero page until its first write).
+  void record_frames(mr_entry_t& e)
   {
-    if (s.len == 0) return true;
-    return covers(seg_->mr[s.lkey & 0xffff], s.lkey,
-                  reinterpret_cast<uintptr_t>(s.addr), s.len);
+    static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    const uint64_t lo = e.addr / page * page;
+    const uint64_t hi = (e.addr + e.len + page - 1) / page * page;
+    if (madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE) != 0)
+      return;  // not writable memory, or an old kernel: not checked
+    e.frame_first = frame_of(getpid(), e.addr);
+    e.frame_last = frame_of(getpid(), e.addr + e.len - 1);
+    if (!e.frame_first || !e.frame_last) e.frame_first = e.frame_last = 0;
   }
 
-  static bool remote_ok(fake_qp_t* q, uint32_t rkey, uint64_t addr,
-                        uint64_t len)
+  // The registration still has the pages it was made with (always true
+  // when nothing was recorded).
+  static bool same_pages(int pid, const mr_entry_t& e)
   {
-    if (len == 0) return true;
-    return covers(q->peer->mr[rkey & 0xffff], rkey, addr, len);
+    if (!e.frame_first) return true;
+    return frame_of(pid, e.addr) == e.frame_first &&
+           frame_of(pid, e.addr + e.len - 1) == e.frame_last;
+  }
+
+  // 0, or why an access of `len` bytes at `addr` through the local key
+  // `lkey` fails
+  const char* local_error(uint32_t lkey, const void* addr, uint64_t len) const
+  {
+    if (len == 0) return nullptr;
+    const mr_entry_t& e = seg_->mr[lkey & 0xffff];
+    if (!covers(e, lkey, reinterpret_cast<uintptr_t>(addr), len))
+      return "local protection error";
+    if (!same_pages(seg_->pid, e)) return kStale;
+    return nullptr;
+  }
+
+  static const char* remote_error(fake_qp_t* q, uint32_t rkey, uint64_t addr,
+                                  uint64_t len)
+  {
+    if (len == 0) return nullptr;
+    const mr_entry_t& e = q->peer->mr[rkey & 0xffff];
+    if (!covers(e, rkey, addr, len)) return "remote access error";
+    if (!same_pages(q->peer_pid, e)) return kStale;
+    return nullptr;
   }
 
   // the data of a write (to the peer) or a read (from it)
@@ -574,6 +653,8 @@ class fake_verbs_t final : public verbs_t
         wc.kind = wc_t::kind_t::recv;
         if (r->len > b.len)
           wc.error = "local length error";
+        else if (const char* err = local_error(b.lkey, b.addr, r->len))
+          wc.error = err;
         else
           std::memcpy(b.addr, r + 1, r->len);
       }
@@ -616,6 +697,7 @@ class fake_verbs_t final : public verbs_t
   }
 
   port_t port_;
+  bool check_ = false;  // LCI_IBV_FAKE=check: stale registrations fail
   seg_t* seg_ = nullptr;
   std::string name_;
   uint32_t index_ = 0;
@@ -625,6 +707,13 @@ class fake_verbs_t final : public verbs_t
 };
 
 }  // namespace
+
+bool fake_frames_visible()
+{
+  static char probe[1];
+  probe[0] = 1;
+  return frame_of(getpid(), reinterpret_cast<uintptr_t>(probe)) != 0;
+}
 
 std::unique_ptr<verbs_t> open_fake_verbs(const open_attr_t& attr,
                                          const std::string& mode,
