@@ -391,6 +391,35 @@ struct rmr_t {
 };
 const rmr_t RMR_NULL = rmr_t();
 
+// Lists of buffers for one post (the paper's Section 3.3.1; upstream LCI
+// 2's names): post_comm's .buffers(list) replaces local_buffer and size
+// (which must then be nullptr and 0) with a list of local buffers, and
+// .rbuffers(list) names one remote buffer per local buffer for a put or
+// get. The whole list completes once. docs/ARCHITECTURE.md, "Buffer
+// lists", says how each operation moves it.
+struct buffer_t {
+  void* base;   // first byte
+  size_t size;  // bytes
+  mr_t mr;      // its registration, if any (as post_comm's .mr())
+  buffer_t() : base(nullptr), size(0), mr() {}
+  buffer_t(void* base_, size_t size_) : base(base_), size(size_), mr() {}
+  buffer_t(void* base_, size_t size_, mr_t mr_)
+      : base(base_), size(size_), mr(mr_)
+  {
+  }
+};
+struct rbuffer_t {
+  uintptr_t disp;  // offset in the remote region
+  rmr_t rmr;       // the remote region
+  rbuffer_t() : disp(0), rmr() {}
+  rbuffer_t(uintptr_t disp_) : disp(disp_), rmr() {}  // NOLINT: as upstream
+  rbuffer_t(uintptr_t disp_, rmr_t rmr_) : disp(disp_), rmr(rmr_) {}
+};
+typedef std::vector<buffer_t> buffers_t;
+typedef std::vector<rbuffer_t> rbuffers_t;
+// The most buffers one list may hold.
+const size_t MAX_BUFFERS = 1024;
+
 // Where the buffers of arriving active messages come from (set_allocator,
 // get_allocator). allocate(size) returns a buffer of at least `size` bytes,
 // or nullptr when it cannot (the message is then reported as a fatal error
