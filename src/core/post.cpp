@@ -287,6 +287,11 @@ status_t post_comm_x::call_impl(
   a.tag = tag;
   a.rcomp = remote_comp;
   a.user_context = user_context;
+  if (static_cast<unsigned>(matching_policy) >
+      static_cast<unsigned>(matching_policy_t::rank_tag))
+    util::throw_fatal(call, ": matching_policy ",
+                      static_cast<unsigned>(matching_policy),
+                      " is not a policy (none, rank_only, tag_only, rank_tag)");
   a.policy = matching_policy;
   a.semantic = comp_semantic;
   a.comp = local_comp.p_impl;
