@@ -26,10 +26,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "core/post.hpp"
 #include "resource/device.hpp"
 #include "resource/endpoint.hpp"
+#include "resource/mr.hpp"
 #include "resource/packet_pool.hpp"
 #include "resource/runtime.hpp"
 #include "util/error.hpp"
@@ -192,19 +194,30 @@ status_t post_parts(const post_comm_x& x, list_comp_t* lc, bool allow_retry,
   const buffers_t& bufs = x.buffers_;
   const bool rma = !x.rbuffers_.empty() || !x.rmr_.is_empty();
   if (rma) {
+    // where each buffer goes: rbuffers[i], or the next bytes of rmr
+    std::vector<rbuffer_t> to = x.rbuffers_;
+    if (to.empty()) {
+      uint64_t disp = x.remote_disp_;
+      for (const buffer_t& b : bufs) {
+        to.emplace_back(disp, x.rmr_);
+        disp += b.size;
+      }
+    }
+    // every remote buffer is checked before the first transfer: a bad one
+    // later in the list must not leave the earlier ones in flight
+    if (x.rank_ >= 0 && x.rank_ < rd.rt->rank_n)
+      for (size_t i = 0; i < bufs.size(); ++i)
+        check_rmr(rd.rt,
+                  x.direction_ == direction_t::IN ? "post_comm (get)"
+                                                  : "post_comm (put)",
+                  x.rank_, to[i].rmr, to[i].disp, bufs[i].size);
     lc->remaining.store(bufs.size() + 1, std::memory_order_relaxed);
-    uint64_t disp = x.remote_disp_;
     for (size_t i = 0; i < bufs.size(); ++i) {
       post_comm_x p = part_of(x, bufs[i].base, bufs[i].size, bufs[i].mr, lc,
                               i == 0 && allow_retry);
       p.remote_comp_ = RCOMP_NULL;
-      if (!x.rbuffers_.empty()) {
-        p.rmr_ = x.rbuffers_[i].rmr;
-        p.remote_disp_ = x.rbuffers_[i].disp;
-      } else {
-        p.remote_disp_ = disp;
-        disp += bufs[i].size;
-      }
+      p.rmr_ = to[i].rmr;
+      p.remote_disp_ = to[i].disp;
       status_t s;
       try {
         s = p();
@@ -221,10 +234,8 @@ status_t post_parts(const post_comm_x& x, list_comp_t* lc, bool allow_retry,
     }
     if (x.remote_comp_ != RCOMP_NULL) {
       post_comm_x sig = part_of(x, nullptr, 0, mr_t(), lc, false);
-      if (!x.rbuffers_.empty()) {
-        sig.rmr_ = x.rbuffers_[0].rmr;
-        sig.remote_disp_ = x.rbuffers_[0].disp;
-      }
+      sig.rmr_ = to[0].rmr;
+      sig.remote_disp_ = to[0].disp;
       lc->signal_op = new post_comm_x(sig);
     }
   } else {

@@ -69,6 +69,16 @@ lci::status_t pop(lci::comp_t cq)
   return s;
 }
 
+// Posts `op` (an OFF object) until it is not refused, then waits for it
+// on `cq` if it was posted.
+template <typename Op>
+lci::status_t post_and_pop(Op op, lci::comp_t cq)
+{
+  lci::status_t s;
+  while ((s = op()).is_retry()) lci::progress();
+  return s.is_posted() ? pop(cq) : s;
+}
+
 // Nothing more arrives at `cq` (after a barrier: every list completed).
 void check_empty(lci::comp_t cq, const char* what)
 {
@@ -176,13 +186,10 @@ void rma(lci::comp_t sigcq, lci::rcomp_t sigrc)
   for (size_t i = 0; i < sizes.size(); ++i)
     rb.push_back(lci::rbuffer_t(at[i], theirs));
   lci::status_t s;
-  do {
-    s = lci::post_put_x(g_next, nullptr, 0, cq, 0, lci::RMR_NULL)
-            .buffers(out.list)
-            .rbuffers(rb)();
-    lci::progress();
-  } while (s.is_retry());
-  if (s.is_posted()) s = pop(cq);
+  s = post_and_pop(lci::post_put_x(g_next, nullptr, 0, cq, 0, lci::RMR_NULL)
+                       .buffers(out.list)
+                       .rbuffers(rb),
+                   cq);
   CHECK(s.is_done() && s.size == total && s.buffer == out.list[0].base,
         "put list: status size %zu", s.size);
   lci::barrier();
@@ -230,13 +237,10 @@ void rma(lci::comp_t sigcq, lci::rcomp_t sigrc)
     rb2.emplace_back(off, theirs);
     off += sizes[i];
   }
-  do {
-    s = lci::post_get_x(g_next, nullptr, 0, cq, 0, lci::RMR_NULL)
-            .buffers(in.list)
-            .rbuffers(rb2)();
-    lci::progress();
-  } while (s.is_retry());
-  if (s.is_posted()) s = pop(cq);
+  s = post_and_pop(lci::post_get_x(g_next, nullptr, 0, cq, 0, lci::RMR_NULL)
+                       .buffers(in.list)
+                       .rbuffers(rb2),
+                   cq);
   CHECK(s.is_done() && s.size == total, "get list: status");
   CHECK(in.holds(g_me, 2, total), "get list: bytes");
   lci::barrier();
@@ -285,6 +289,31 @@ void bad_lists()
   expect_fatal("bad rank", "out of range", [&] {
     lci::post_send_x(g_n, nullptr, 0, 0, cq).buffers(two)();
   });
+  // a bad remote buffer after good ones: nothing is put
+  {
+    char region[8] = {0};
+    lci::mr_t mr = lci::register_memory(region, sizeof(region));
+    lci::rmr_t own = lci::get_rmr(mr);
+    lci::buffers_t three = {lci::buffer_t(a, 4), lci::buffer_t(b, 4),
+                            lci::buffer_t(a, 4)};
+    a[0] = 'x';
+    lci::rbuffers_t rb = {lci::rbuffer_t(0, own), lci::rbuffer_t(4, own),
+                          lci::rbuffer_t(0)};
+    expect_fatal("bad third rbuffer", "not made by get_rmr", [&] {
+      lci::post_put_x(g_me, nullptr, 0, cq, 0, lci::RMR_NULL)
+          .buffers(three)
+          .rbuffers(rb)();
+    });
+    rb[2] = lci::rbuffer_t(6, own);
+    expect_fatal("rbuffer outside its region", "outside the 8-byte", [&] {
+      lci::post_put_x(g_me, nullptr, 0, cq, 0, lci::RMR_NULL)
+          .buffers(three)
+          .rbuffers(rb)();
+    });
+    for (int i = 0; i < 100; ++i) lci::progress();
+    CHECK(region[0] == 0, "a refused list put its first buffer");
+    lci::deregister_memory(&mr);
+  }
   // nothing was posted by any of them
   for (int i = 0; i < 100; ++i) lci::progress();
   CHECK(lci::cq_pop(cq).is_retry(), "a refused list signalled");
