@@ -165,6 +165,21 @@ typedef struct lci_rmr_t {
 #define LCI_RMR_NULL_INIT {0, 0, 0, 0, -1}
 /* clang-format on */
 
+/* A list of buffers for one post (lci::buffer_t, lci::rbuffer_t): a post's
+ * args `buffers` (with `buffers_count`) replaces local_buffer and size,
+ * which must be NULL and 0; `rbuffers` names one remote buffer per local
+ * one for a put or get. At most LCI_MAX_BUFFERS in a list. */
+typedef struct lci_buffer_t {
+  void* base;
+  size_t size;
+  lci_mr_t mr; /* NULL: none */
+} lci_buffer_t;
+typedef struct lci_rbuffer_t {
+  uintptr_t disp;
+  lci_rmr_t rmr;
+} lci_rbuffer_t;
+#define LCI_MAX_BUFFERS 1024
+
 typedef enum lci_direction_t {
   LCI_DIRECTION_OUT,
   LCI_DIRECTION_IN

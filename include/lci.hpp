@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -209,7 +210,9 @@ enum class comp_semantic_t { memory = 0, buffer = memory, network = 1 };
 // How a send and a receive are matched; the key is (matching engine, source
 // rank, tag) restricted by the policy. A send matches a wildcard receive only
 // if it was posted with the same policy.
-enum class matching_policy_t { none, rank_only, tag_only, rank_tag };
+// `max`: upstream LCI 2's boundary marker, not a policy (a post with it
+// is a fatal_error)
+enum class matching_policy_t { none, rank_only, tag_only, rank_tag, max };
 
 // Direct use of a matching engine (matching_engine_insert) and custom
 // matching: a key is 64 bits; an entry is a send or a receive, and
@@ -267,6 +270,8 @@ typedef void (*graph_node_free_cb_t)(void* value);
 typedef void (*graph_edge_run_cb_t)(status_t status, void* src_value,
                                     void* dst_value);
 // The virtual first and last nodes of every graph.
+// a node function that does nothing: the node completes when it runs
+const graph_node_run_cb_t GRAPH_NODE_DUMMY_CB = nullptr;
 const graph_node_t GRAPH_START = reinterpret_cast<graph_node_t>(0x1);
 const graph_node_t GRAPH_END = reinterpret_cast<graph_node_t>(0x2);
 
@@ -391,6 +396,35 @@ struct rmr_t {
 };
 const rmr_t RMR_NULL = rmr_t();
 
+// Lists of buffers for one post (the paper's Section 3.3.1; upstream LCI
+// 2's names): post_comm's .buffers(list) replaces local_buffer and size
+// (which must then be nullptr and 0) with a list of local buffers, and
+// .rbuffers(list) names one remote buffer per local buffer for a put or
+// get. The whole list completes once. docs/ARCHITECTURE.md, "Buffer
+// lists", says how each operation moves it.
+struct buffer_t {
+  void* base;   // first byte
+  size_t size;  // bytes
+  mr_t mr;      // its registration, if any (as post_comm's .mr())
+  buffer_t() : base(nullptr), size(0), mr() {}
+  buffer_t(void* base_, size_t size_) : base(base_), size(size_), mr() {}
+  buffer_t(void* base_, size_t size_, mr_t mr_)
+      : base(base_), size(size_), mr(mr_)
+  {
+  }
+};
+struct rbuffer_t {
+  uintptr_t disp;  // offset in the remote region
+  rmr_t rmr;       // the remote region
+  rbuffer_t() : disp(0), rmr() {}
+  rbuffer_t(uintptr_t disp_) : disp(disp_), rmr() {}  // NOLINT: as upstream
+  rbuffer_t(uintptr_t disp_, rmr_t rmr_) : disp(disp_), rmr(rmr_) {}
+};
+typedef std::vector<buffer_t> buffers_t;
+typedef std::vector<rbuffer_t> rbuffers_t;
+// The most buffers one list may hold.
+const size_t MAX_BUFFERS = 1024;
+
 // Where the buffers of arriving active messages come from (set_allocator,
 // get_allocator). allocate(size) returns a buffer of at least `size` bytes,
 // or nullptr when it cannot (the message is then reported as a fatal error
@@ -406,23 +440,48 @@ class allocator_base_t
   virtual void deallocate(void* ptr) = 0;
 };
 
+// The default allocator (std::malloc, std::free), upstream LCI 2's name:
+// get_allocator returns g_allocator_default when none was set, and
+// set_allocator(&g_allocator_default) restores the default.
+class allocator_default_t : public allocator_base_t
+{
+ public:
+  void* allocate(size_t size) override { return std::malloc(size); }
+  void deallocate(void* ptr) override { std::free(ptr); }
+};
+extern allocator_default_t g_allocator_default;
+
 // An optional attribute value of an allocating call (set or not).
 template <typename T>
 class option_t
 {
  public:
-  option_t() : set_(false), value_() {}
+  option_t() : m_value(), m_is_set(false) {}
+  // upstream LCI 2's: a set value, or a value with its flag
+  option_t(T value) : m_value(value), m_is_set(true) {}  // NOLINT: as upstream
+  option_t(T value, bool is_set) : m_value(value), m_is_set(is_set) {}
   void set(const T& v)
   {
-    value_ = v;
-    set_ = true;
+    m_value = v;
+    m_is_set = true;
   }
-  bool is_set() const { return set_; }
-  const T& get() const { return value_; }
+  bool is_set() const { return m_is_set; }
+  const T& get() const { return m_value; }
+  T get_value() const { return m_value; }
+  T get_value_or(T default_value) const
+  {
+    return m_is_set ? m_value : default_value;
+  }
+  // copies the value to *value when set
+  bool get_set_value(T* value) const
+  {
+    if (m_is_set) *value = m_value;
+    return m_is_set;
+  }
+  operator T() const { return m_value; }  // NOLINT: as upstream
 
- private:
-  bool set_;
-  T value_;
+  T m_value;
+  bool m_is_set;
 };
 
 }  // namespace lci
@@ -470,19 +529,6 @@ struct node_result<error_t> {
   }
 };
 
-template <typename T>
-status_t graph_op_run(void* op)
-{
-  T& f = *static_cast<T*>(op);
-  return node_result<typename std::decay<decltype(f())>::type>::run(f);
-}
-
-template <typename T>
-void graph_op_free(void* op)
-{
-  delete static_cast<T*>(op);
-}
-
 // An OFF object of a posting operation (it has local_comp_) completes into
 // the graph whatever completion object it was built with; another functor
 // signals the graph itself.
@@ -497,6 +543,21 @@ void point_at_graph(T*, comp_t, long)
 {
 }
 }  // namespace detail
+
+// The node function and free function of a functor node (upstream LCI 2's
+// names): run the functor at `value`, delete it.
+template <typename T>
+status_t graph_execute_op_fn(void* value)
+{
+  T& f = *static_cast<T*>(value);
+  return detail::node_result<typename std::decay<decltype(f())>::type>::run(f);
+}
+
+template <typename T>
+void graph_free_op_fn(void* value)
+{
+  delete static_cast<T*>(value);
+}
 
 // A functor as a graph node: `op` has operator()() and user_context(void*)
 // (as upstream LCI 2 requires). It is copied; the copy's user_context is
@@ -514,9 +575,9 @@ graph_node_t graph_add_node_op(comp_t graph, const T& op)
   T* copy = new T(op);
   graph_node_t node;
   try {
-    node = graph_add_node_x(graph, &detail::graph_op_run<T>)
+    node = graph_add_node_x(graph, &graph_execute_op_fn<T>)
                .value(copy)
-               .free_cb(&detail::graph_op_free<T>)();
+               .free_cb(&graph_free_op_fn<T>)();
   } catch (...) {
     delete copy;
     throw;

@@ -120,6 +120,18 @@ def gen_handle(r):
     return "".join(out)
 
 
+# types of optional arguments whose default is their empty value, tested
+# with the method named (the rest compare with ==)
+EMPTY_TESTS = {"rmr_t": "is_empty", "buffers_t": "empty", "rbuffers_t": "empty"}
+
+
+def default_test(a):
+    """C++ test that optional argument `a` of an op_x is at its default."""
+    if a.type in EMPTY_TESTS:
+        return "%s_.%s()" % (a.name, EMPTY_TESTS[a.type])
+    return "%s_ == %s" % (a.name, a.default)
+
+
 def gen_op(o):
     positional, optional = expanded_args(o)
     attrs = resource(o.attrs_of).attrs if o.attrs_of else []
@@ -169,10 +181,8 @@ def gen_op(o):
                     continue
                 if a.name in fixed:
                     static_ok = static_ok and fixed[a.name] == a.default
-                elif a.type == "rmr_t":
-                    conds.append("%s_.is_empty()" % a.name)
                 else:
-                    conds.append("%s_ == %s" % (a.name, a.default))
+                    conds.append(default_test(a))
                 assert a.name in fixed or a.name in mine
             if static_ok:
                 largs = [fixed[a.name] if a.name in fixed else a.name + "_"
@@ -204,10 +214,7 @@ def gen_op(o):
             for a in optional:
                 if a.name in o.lean:
                     continue
-                if a.type == "rmr_t":
-                    conds.append("%s_.is_empty()" % a.name)
-                else:
-                    conds.append("%s_ == %s" % (a.name, a.default))
+                conds.append(default_test(a))
             out.append("    if (%s)\n      return call_lean(%s);\n" % (
                 " &&\n        ".join(conds),
                 ", ".join(a.name + "_" for a in positional + lean)))

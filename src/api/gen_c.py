@@ -45,6 +45,9 @@ TWINS = {"tag_t", "rcomp_t", "rmr_t", "status_t", "error_t", "direction_t",
 # operations with such an argument are implemented in src/capi/capi.cpp.
 SPLIT = {"comp_handler_t": [("lci_comp_handler_t", "{}"),
                             ("void*", "{}_context")]}
+# C++ list types (a std::vector) whose C form is an array and its length:
+# the C type of an element (lci.h), converted by lci::capi::cxx_list
+LISTS = {"buffers_t": "lci_buffer_t", "rbuffers_t": "lci_rbuffer_t"}
 # operations whose C form is hand-written in src/capi/capi.cpp as
 # capi::<op>(C arguments...) (the generator still writes the declaration,
 # the args struct and the exception barrier)
@@ -85,6 +88,9 @@ def c_params(a, where):
     """[(C type, C name)] of one spec argument."""
     if a.type in SPLIT:
         return [(ct, n.format(a.name)) for ct, n in SPLIT[a.type]]
+    if a.type in LISTS:
+        return [("const %s*" % LISTS[a.type], a.name),
+                ("size_t", a.name + "_count")]
     return [(c_type(a.type, where), a.name)]
 
 
@@ -95,6 +101,10 @@ def c_default(a, where):
         if d != "nullptr":
             raise GenError("%s: default %s of a split type" % (where, d))
         return ["NULL"] * len(SPLIT[a.type])
+    if a.type in LISTS:
+        if d != a.type + "()":
+            raise GenError("%s: default %s of a list" % (where, d))
+        return ["NULL", "0"]
     if d == "nullptr":
         return ["NULL"]
     m = re.match(r"^(\w+)_t\(\)$", d)
@@ -254,6 +264,8 @@ def attr_getter_type(a):
 
 def cxx_value(a, expr):
     """C++ expression converting the C value(s) of argument `a`."""
+    if a.type in LISTS:
+        return "lci::capi::cxx_list(%s, %s_count)" % (expr, expr)
     return "lci::capi::cxx(%s)" % expr
 
 

@@ -538,11 +538,19 @@ OPS = [
         opt("bool", "allow_retry", "true"),
         opt("comp_semantic_t", "comp_semantic", "comp_semantic_t::memory"),
         opt("endpoint_t", "endpoint", "endpoint_t()"),
+        opt("buffers_t", "buffers", "buffers_t()"),
+        opt("rbuffers_t", "rbuffers", "rbuffers_t()"),
     ], doc="the generic posting operation (Table 1 of the paper); "
        "`comp_semantic` (OUT only): memory = complete when the local buffer "
        "may be reused, network = when the network layer reports the message "
        "complete; `endpoint` (upstream LCI 2's): post on its device (the "
-       "device given, if any, must be that one)",
+       "device given, if any, must be that one); `buffers` (paper 3.3.1): "
+       "a list of at most MAX_BUFFERS local buffers instead of "
+       "local_buffer and size (then nullptr and 0), sent as one message, "
+       "received into the list in order, or (with `rbuffers`, one remote "
+       "buffer per local one, or with `rmr`: consecutive from remote_disp) "
+       "put or got buffer by buffer; the list completes once, with buffer "
+       "= the first buffer's base and size = the total bytes",
        # sends, receives and active messages with a device, a tag and a
        # user context take the lean entry (src/core/post.cpp)
        lean=["device", "tag", "remote_comp", "user_context"]),

@@ -46,6 +46,32 @@ inline rmr_t cxx(const lci_rmr_t& r)
   x.rank = r.rank;
   return x;
 }
+// A C array of buffers as the C++ list (a count of 0: empty).
+inline void check_list(const void* p, size_t n)
+{
+  if (!p && n)
+    throw fatal_error("post_comm: a NULL buffer list with count " +
+                      std::to_string(n));
+}
+inline buffers_t cxx_list(const lci_buffer_t* p, size_t n)
+{
+  check_list(p, n);
+  buffers_t v;
+  if (!p) return v;
+  v.reserve(n);
+  for (size_t i = 0; i < n; ++i)
+    v.emplace_back(p[i].base, p[i].size, cxx(p[i].mr));
+  return v;
+}
+inline rbuffers_t cxx_list(const lci_rbuffer_t* p, size_t n)
+{
+  check_list(p, n);
+  rbuffers_t v;
+  if (!p) return v;
+  v.reserve(n);
+  for (size_t i = 0; i < n; ++i) v.emplace_back(p[i].disp, cxx(p[i].rmr));
+  return v;
+}
 inline errorcode_t cxx(lci_error_t e) { return static_cast<errorcode_t>(e); }
 inline status_t cxx(const lci_status_t& s)
 {

@@ -11,6 +11,7 @@
 #include "core/control.hpp"
 #include "core/peer_failure.hpp"
 #include "core/post_internal.hpp"
+#include "core/post_list.hpp"
 #include "core/rendezvous.hpp"
 #include "core/rma.hpp"
 #include "core/send_comp.hpp"
@@ -261,8 +262,14 @@ status_t post_comm_x::call_impl(
     uint64_t remote_disp, rmr_t rmr, tag_t tag, rcomp_t remote_comp,
     void* user_context, matching_policy_t matching_policy, bool allow_done,
     bool allow_posted, bool allow_retry, comp_semantic_t comp_semantic,
-    endpoint_t endpoint)
+    endpoint_t endpoint, buffers_t buffers, rbuffers_t rbuffers)
 {
+  if (!buffers.empty() || !rbuffers.empty())
+    return post_list(direction, rank, local_buffer, size, local_comp, runtime,
+                     device, packet_pool, matching_engine, mr, remote_disp, rmr,
+                     tag, remote_comp, user_context, matching_policy,
+                     allow_done, allow_posted, allow_retry, comp_semantic,
+                     endpoint, buffers, rbuffers);
   const char* call = "post_comm";
   post_args_t a;
   // every handle given is checked live (and of this runtime) before use
@@ -280,6 +287,11 @@ status_t post_comm_x::call_impl(
   a.tag = tag;
   a.rcomp = remote_comp;
   a.user_context = user_context;
+  if (static_cast<unsigned>(matching_policy) >
+      static_cast<unsigned>(matching_policy_t::rank_tag))
+    util::throw_fatal(call, ": matching_policy ",
+                      static_cast<unsigned>(matching_policy),
+                      " is not a policy (none, rank_only, tag_only, rank_tag)");
   a.policy = matching_policy;
   a.semantic = comp_semantic;
   a.comp = local_comp.p_impl;

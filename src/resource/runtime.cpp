@@ -19,21 +19,9 @@ int get_rank_n_x::call_impl(runtime_t runtime)
   return resolve_runtime(runtime, "get_rank_n")->rank_n;
 }
 
-namespace
-{
-class malloc_allocator_t final : public allocator_base_t
-{
- public:
-  void* allocate(size_t size) override { return std::malloc(size); }
-  void deallocate(void* ptr) override { std::free(ptr); }
-};
-}  // namespace
+allocator_default_t g_allocator_default;
 
-allocator_base_t* default_allocator()
-{
-  static malloc_allocator_t a;
-  return &a;
-}
+allocator_base_t* default_allocator() { return &g_allocator_default; }
 
 void set_allocator_x::call_impl(allocator_base_t* allocator, runtime_t runtime)
 {

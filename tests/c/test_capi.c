@@ -555,6 +555,33 @@ static void test_point_to_point(void)
   CHECK(lci_sync_wait(sync, &got, NULL) == LCI_DONE && got.size == 12 &&
         memcmp(in, out, 12) == 0);
 
+  /* lists of buffers: two pieces sent, received into three */
+  {
+    char p1[5] = "abcd", p2[7] = "efghij";
+    char r1[3] = {0}, r2[3] = {0}, r3[16] = {0};
+    lci_buffer_t outs[2] = {{p1, 4, NULL}, {p2, 6, NULL}};
+    lci_buffer_t ins[3] = {{r1, 3, NULL}, {r2, 3, NULL}, {r3, 16, NULL}};
+    lci_post_recv_args_t ra = LCI_POST_RECV_ARGS_INIT;
+    ra.buffers = ins;
+    ra.buffers_count = 3;
+    POST(lci_post_recv(0, NULL, 0, 8, sync, &ra, &st));
+    CHECK(rc == LCI_POSTED || rc == LCI_DONE);
+    lci_post_send_args_t la = LCI_POST_SEND_ARGS_INIT;
+    la.buffers = outs;
+    la.buffers_count = 2;
+    POST(lci_post_send(0, NULL, 0, 8, LCI_COMP_NULL, &la, &st));
+    CHECK(rc == LCI_DONE && st.size == 10 && st.buffer == p1);
+    CHECK(lci_sync_wait(sync, &got, NULL) == LCI_DONE && got.size == 10 &&
+          got.buffer == r1 && memcmp(r1, "abc", 3) == 0 &&
+          memcmp(r2, "def", 3) == 0 && memcmp(r3, "ghij", 4) == 0);
+    la.buffers = NULL;
+    CHECK_FAILS(lci_post_send(0, NULL, 0, 8, LCI_COMP_NULL, &la, &st),
+                "lci_post_send", "NULL buffer list with count 2");
+    la.buffers = outs;
+    CHECK_FAILS(lci_post_send(0, out, 8, 8, LCI_COMP_NULL, &la, &st),
+                "lci_post_send", "must be nullptr and 0");
+  }
+
   /* error paths: a bad rank, a size over the limit */
   CHECK_FAILS(lci_post_send(3, out, 8, 1, LCI_COMP_NULL, NULL, &st),
               "lci_post_send", "rank 3 is out of range");

@@ -169,6 +169,24 @@ TEST_F(LciTest, Communication)
       [&] { lci::post_comm(lci::direction_t::OUT, 0, nullptr, 8, COMP_NULL); });
   add("post_comm", "oversize", PC, std::to_string(huge),
       [&] { lci::post_comm(lci::direction_t::OUT, 0, buf, huge, COMP_NULL); });
+  // lists of buffers: a null buffer in the list, too many, an empty
+  // remote buffer, a list beside a local buffer
+  add("post_comm", "null", PC, "buffers[1] is a null buffer with size 8", [&] {
+    lci::post_comm_x(lci::direction_t::OUT, 0, nullptr, 0, COMP_NULL)
+        .buffers({lci::buffer_t(buf, 8), lci::buffer_t(nullptr, 8)})();
+  });
+  add("post_comm", "oversize", PC, "exceeds MAX_BUFFERS", [&] {
+    lci::post_comm_x(lci::direction_t::OUT, 0, nullptr, 0, COMP_NULL)
+        .buffers(lci::buffers_t(lci::MAX_BUFFERS + 1, lci::buffer_t(buf, 1)))();
+  });
+  add("post_get", "value", PC, "not made by get_rmr", [&] {
+    lci::post_get_x(0, nullptr, 0, COMP_NULL, 0, lci::RMR_NULL)
+        .buffers({lci::buffer_t(buf, 8)})
+        .rbuffers({lci::rbuffer_t(0)})();
+  });
+  add("post_recv", "value", PC, "must be nullptr and 0", [&] {
+    lci::post_recv_x(0, buf, 8, 1, cq).buffers({lci::buffer_t(buf, 8)})();
+  });
   add("post_comm", "tag", PC, "max_tag", [&] {
     lci::post_comm_x(lci::direction_t::OUT, 0, buf, 8, COMP_NULL)
         .tag(lci::ANY_TAG)();

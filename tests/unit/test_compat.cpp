@@ -756,3 +756,72 @@ TEST_F(LciTest, PacketPoolRegistration)
 }
 
 }  // namespace
+
+namespace
+{
+
+// Upstream's small helpers and globals: its default allocator object, the
+// dummy node function, the functor-node templates, option_t's accessors
+// and the matching policies' boundary marker.
+TEST_F(LciTest, UpstreamHelpersAndGlobals)
+{
+  // the default allocator is g_allocator_default, and setting it restores
+  // the default
+  EXPECT_EQ(lci::get_allocator(), &lci::g_allocator_default);
+  lci::set_allocator(&lci::g_allocator_default);
+  EXPECT_EQ(lci::get_allocator(), &lci::g_allocator_default);
+  void* p = lci::g_allocator_default.allocate(16);
+  ASSERT_NE(p, nullptr);
+  lci::g_allocator_default.deallocate(p);
+
+  // a dummy node completes when it runs; the functor templates run and
+  // free a functor
+  lci::comp_t graph = lci::alloc_graph();
+  lci::graph_node_t a = lci::graph_add_node(graph, lci::GRAPH_NODE_DUMMY_CB);
+  lci::graph_add_edge(graph, lci::GRAPH_START, a);
+  lci::graph_add_edge(graph, a, lci::GRAPH_END);
+  lci::graph_start(graph);
+  lci::status_t s;
+  for (int i = 0; i < 1000 && !(s = lci::graph_test(graph)).is_done(); ++i)
+    lci::progress();
+  EXPECT_TRUE(s.is_done());
+  lci::free_comp(&graph);
+  struct count_t {
+    int* n;
+    lci::errorcode_t operator()() const
+    {
+      ++*n;
+      return lci::errorcode_t::posted;
+    }
+  };
+  int n = 0;
+  auto* f = new count_t{&n};
+  EXPECT_TRUE(lci::graph_execute_op_fn<count_t>(f).is_posted());
+  EXPECT_EQ(n, 1);
+  lci::graph_free_op_fn<count_t>(f);
+
+  lci::option_t<int> unset, set(7), flagged(3, false);
+  int v = 0;
+  EXPECT_FALSE(unset.get_set_value(&v));
+  EXPECT_EQ(unset.get_value_or(5), 5);
+  EXPECT_TRUE(set.get_set_value(&v));
+  EXPECT_EQ(v, 7);
+  EXPECT_EQ(static_cast<int>(set), 7);
+  EXPECT_FALSE(flagged.is_set());
+  EXPECT_EQ(flagged.get_value(), 3);
+
+  // max is not a policy
+  uint64_t x = 0;
+  EXPECT_THAT(fatal_message([&] {
+                lci::post_send_x(0, &x, 8, 1, lci::COMP_NULL)
+                    .matching_policy(lci::matching_policy_t::max)();
+              }),
+              HasSubstr("matching_policy 4 is not a policy"));
+  EXPECT_THAT(fatal_message([&] {
+                lci::post_recv_x(0, &x, 8, 1, lci::COMP_NULL)
+                    .matching_policy(lci::matching_policy_t::max)();
+              }),
+              HasSubstr("matching_policy 4 is not a policy"));
+}
+
+}  // namespace

@@ -180,6 +180,13 @@ CHECK(lci::matching_policy_t::none);
 CHECK(lci::matching_policy_t::rank_only);
 CHECK(lci::matching_policy_t::tag_only);
 CHECK(lci::matching_policy_t::rank_tag);
+CHECK(lci::matching_policy_t::max);
+RETURNS(int, D<const lci::option_t<int>&>().get_value_or(1));
+RETURNS(bool, D<const lci::option_t<int>&>().get_set_value(D<int*>()));
+RETURNS(int, D<const lci::option_t<int>&>().get_value());
+RETURNS(bool, D<const lci::option_t<int>&>().is_set());
+RETURNS(lci::option_t<int>, lci::option_t<int>(1, false));
+RETURNS(int, D<const lci::option_t<int>&>().m_value);
 // comp_semantic_t
 CHECK(lci::comp_semantic_t::memory);
 CHECK(lci::comp_semantic_t::network);
@@ -225,6 +232,8 @@ RETURNS(uint64_t, D<lci::matching_entry_key_t>());
 RETURNS(void*, D<lci::matching_entry_val_t>());
 RETURNS(void*, D<lci::allocator_base_t&>().allocate(D<size_t>()));
 CHECK(D<lci::allocator_base_t&>().deallocate(D<void*>()));
+RETURNS(lci::allocator_base_t*, &lci::g_allocator_default);
+RETURNS(lci::allocator_base_t&, D<lci::allocator_default_t&>());
 CHECK(D<lci::status_t&>().error);
 CHECK(D<lci::status_t&>().rank);
 CHECK(D<lci::status_t&>().buffer);
@@ -257,6 +266,9 @@ RETURNS(
     static_cast<void (*)(const void*, const void*, void*, size_t)>(nullptr));
 RETURNS(void*, D<lci::graph_node_t>());
 RETURNS(lci::graph_node_t, lci::GRAPH_START);
+RETURNS(lci::graph_node_run_cb_t, lci::GRAPH_NODE_DUMMY_CB);
+RETURNS(lci::graph_node_run_cb_t, &lci::graph_execute_op_fn<op_t>);
+RETURNS(lci::graph_node_free_cb_t, &lci::graph_free_op_fn<op_t>);
 RETURNS(lci::graph_node_t, lci::GRAPH_END);
 RETURNS(lci::graph_node_run_cb_t,
         static_cast<lci::status_t (*)(void*)>(nullptr));
@@ -277,6 +289,8 @@ CHECK(D<lci::global_attr_t&>().alloc_default_packet_pool);
 CHECK(D<lci::global_attr_t&>().packet_size);
 CHECK(D<lci::global_attr_t&>().npackets);
 CHECK(D<lci::global_attr_t&>().cq_type);
+CHECK(D<lci::global_attr_t&>().ibv_gid_idx);
+CHECK(D<lci::global_attr_t&>().ibv_force_gid_auto_select);
 CHECK(D<lci::global_attr_t&>().backend);
 CHECK(D<lci::global_attr_t&>().ofi_provider_name);
 CHECK(D<lci::global_attr_t&>().max_msg_size);
@@ -826,7 +840,7 @@ struct not_provided_t {
      "attr_ibv_td_strategy_t::all_qp attr_ibv_td_strategy_t::none "
      "attr_ibv_td_strategy_t::per_qp device_attr_t::ibv_td_strategy "
      "device_t::get_attr_ibv_td_strategy "
-     "global_attr_t::ibv_force_gid_auto_select global_attr_t::ibv_gid_idx "
+     ""
      "global_attr_t::ibv_odp_strategy global_attr_t::ibv_prefetch_strategy "
      "global_attr_t::ibv_td_strategy global_attr_t::use_dmabuf "
      "net_context_attr_t::ibv_force_gid_auto_select "
@@ -838,8 +852,11 @@ struct not_provided_t {
      "net_context_t::get_attr_ibv_odp_strategy "
      "net_context_t::get_attr_ibv_prefetch_strategy "
      "net_context_t::get_attr_use_dmabuf",
-     "ibverbs, UCX and GPU memory settings: this library has no ibverbs, UCX "
-     "or accelerator backend (libfabric and native shm only)"},
+     "ibverbs, UCX and GPU memory settings: this library has no UCX or "
+     "accelerator backend; its ibv backend takes ibv_gid_idx, "
+     "ibv_force_gid_auto_select and ibv_odp_strategy from the runtime and "
+     "ibv_td_strategy from the device, the last two as strings (not "
+     "upstream's enums), and has no prefetch strategy"},
     {"alloc_net_context_x::backend alloc_net_context_x::device_name "
      "alloc_net_context_x::max_inject_size alloc_net_context_x::max_msg_size "
      "alloc_net_context_x::name alloc_net_context_x::ofi_provider_name "
@@ -976,15 +993,10 @@ struct not_provided_t {
      "handle; blocking collectives take no comp_semantic"},
     {"device_attr_t::uid device_t::get_attr_uid endpoint_attr_t::uid",
      "devices have no uid attribute (an endpoint handle has one)"},
-    {"GRAPH_NODE_DUMMY_CB allocator_default_t g_allocator_default "
-     "g_default_attr graph_execute_op_fn graph_free_op_fn "
-     "matching_policy_t::max option_t rmr_t::mr_base",
-     "upstream implementation details and globals: option_t, rmr_t::mr_base "
-     "(this rmr_t holds base, key, size, runtime and rank), "
-     "graph_add_node_op's helper templates, GRAPH_NODE_DUMMY_CB, "
-     "allocator_default_t and g_allocator_default (set_allocator(nullptr) "
-     "restores the default), the g_default_attr variable (get_g_default_attr "
-     "and set_g_default_attr instead), matching_policy_t::max"},
+    {"g_default_attr rmr_t::mr_base",
+     "upstream implementation details and globals: rmr_t::mr_base (this "
+     "rmr_t holds base, key, size, runtime and rank), the g_default_attr "
+     "variable (get_g_default_attr and set_g_default_attr instead)"},
 };
 
 }  // namespace
