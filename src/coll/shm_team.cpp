@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "bootstrap/bootstrap.hpp"
+#include "coll/coll_graph.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
 
@@ -46,6 +47,12 @@ constexpr int kMaxRanks = 64;
 // size (chunks through the slots): the copy into the segment is paid once
 // for every reader, and a reduction reads its operands there directly.
 constexpr size_t kMaxGatherBytes = size_t(256) << 10;
+// From this many bytes a reduce or allreduce at 3 ranks and more splits the
+// reduction into per-rank shares: every rank reduces 1/n of the chunk and
+// copies the others' shares out, instead of every rank (allreduce) or the
+// root (reduce) reading all n inputs in full. The share costs a second
+// wait for every rank per chunk, which small buffers do not win back.
+constexpr size_t kSplitBytes = size_t(16) << 10;
 
 struct desc_t {
   uint32_t kind;
@@ -64,12 +71,6 @@ struct header_t {
   uint64_t nranks;
   uint64_t slot_bytes;
 };
-
-bool overlaps(const void* a, size_t an, const void* b, size_t bn)
-{
-  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
-  return an && bn && x < y + bn && y < x + an;
-}
 
 // The per-rank slot: 1 MiB up to 4 ranks, then smaller so that the slots
 // stay within 8 MiB, at least 4 KiB. Large slots mean few rounds (each a
@@ -139,11 +140,17 @@ std::unique_ptr<shm_team_t> shm_team_t::open(bootstrap::backend_t& boot,
                         ": not between 4096 and 67108864 bytes");
     slot = static_cast<size_t>(x) / 64 * 64;
   }
+  // LCI_COLL_SHM_SPLIT (bytes, rank 0's value for all): where reductions
+  // start to split into shares (tests and measurements move it)
+  size_t split = kSplitBytes;
+  if (const char* v = util::env_get("LCI_COLL_SHM_SPLIT"))
+    split = static_cast<size_t>(util::parse_uint("LCI_COLL_SHM_SPLIT", v));
   // rank 0 creates the segment and tells the others its name ("" when it
-  // could not) and the slot size
+  // could not), the slot size and the split point
   struct record_t {
-    char name[56];
+    char name[48];
     uint64_t slot;
+    uint64_t split;
   } rec = {};
   static_assert(sizeof(record_t) == 64, "one bootstrap slot");
   char* name = rec.name;
@@ -155,6 +162,7 @@ std::unique_ptr<shm_team_t> shm_team_t::open(bootstrap::backend_t& boot,
   };
   if (rank_me == 0) {
     rec.slot = slot;
+    rec.split = split;
     uint64_t nonce = static_cast<uint64_t>(
         std::chrono::steady_clock::now().time_since_epoch().count());
     std::snprintf(name, sizeof(rec.name), "/lci-shm-%ld-coll%llx-%llu",
@@ -185,6 +193,7 @@ std::unique_ptr<shm_team_t> shm_team_t::open(bootstrap::backend_t& boot,
   rec = recs[0];
   rec.name[sizeof(rec.name) - 1] = '\0';
   slot = static_cast<size_t>(rec.slot);
+  split = static_cast<size_t>(rec.split);
   const size_t total = total_for(slot);
   void* base = MAP_FAILED;
   if (name[0] != '\0') {
@@ -213,7 +222,7 @@ std::unique_ptr<shm_team_t> shm_team_t::open(bootstrap::backend_t& boot,
   auto* h = static_cast<header_t*>(base);
   if (rank_me == 0) *h = header_t{kMagic, static_cast<uint64_t>(rank_n), slot};
   return std::unique_ptr<shm_team_t>(
-      new shm_team_t(rank_me, rank_n, base, total, slot));
+      new shm_team_t(rank_me, rank_n, base, total, slot, split));
 }
 
 std::unique_ptr<team_base_t> open_node_team(bootstrap::backend_t& boot,
@@ -229,12 +238,13 @@ std::unique_ptr<team_base_t> open_node_team(bootstrap::backend_t& boot,
 }
 
 shm_team_t::shm_team_t(int rank_me, int rank_n, void* base, size_t bytes,
-                       size_t slot_bytes)
+                       size_t slot_bytes, size_t split_bytes)
     : rank_me_(rank_me),
       rank_n_(rank_n),
       base_(base),
       bytes_(bytes),
-      slot_bytes_(slot_bytes)
+      slot_bytes_(slot_bytes),
+      split_bytes_(split_bytes)
 {
   static_assert(sizeof(ctrl_t) == 64, "one line per rank");
 }
@@ -306,6 +316,7 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req)
       total = req.count;
       in_bytes = out_bytes = req.count * req.item_size;
       safe_alias = in == out;
+      o.split_ = n >= 3 && in_bytes >= split_bytes_;
       break;
     case shm_kind_t::reduce_scatter:
       o.chunk_ = slot_bytes_ / n / std::max<size_t>(req.item_size, 1);
@@ -328,13 +339,14 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req)
       safe_alias = in == out;
       break;
   }
-  o.nrounds_ =
+  const size_t nchunks =
       o.chunk_ ? std::max<size_t>(1, (total + o.chunk_ - 1) / o.chunk_) : 1;
-  // one round copies every input into the slots before it writes an
-  // output; several rounds would read inputs that earlier rounds' outputs
+  o.nrounds_ = o.split_ ? 2 * nchunks : nchunks;
+  // one chunk copies every input into the slots before it writes an
+  // output; several would read inputs that earlier chunks' outputs
   // overwrote, unless the overlap is an in-place form the chunk order
   // keeps apart
-  if (o.nrounds_ > 1 && !safe_alias && out &&
+  if (nchunks > 1 && !safe_alias && out &&
       overlaps(in, in_bytes, out, out_bytes)) {
     o.snapshot_.assign(in, in + in_bytes);
     o.req_.in = o.snapshot_.data();
@@ -356,7 +368,10 @@ void shm_team_t::write_phase(shm_op_t& op, char* mine)
 {
   const shm_request_t& r = op.req_;
   const size_t n = static_cast<size_t>(rank_n_);
-  const size_t off = op.round_ * op.chunk_;
+  // a split reduction's second round writes nothing: its share is in the
+  // slot already (read_phase of the first)
+  if (op.split_ && (op.round_ & 1)) return;
+  const size_t off = chunk_offset(op);
   const char* in = static_cast<const char*>(r.in);
   switch (r.kind) {
     case shm_kind_t::barrier:
@@ -399,8 +414,12 @@ void shm_team_t::read_phase(shm_op_t& op, uint64_t epoch)
 {
   const shm_request_t& r = op.req_;
   const int n = rank_n_;
-  const size_t off = op.round_ * op.chunk_;
+  const size_t off = chunk_offset(op);
   char* out = static_cast<char*>(r.out);
+  if (op.split_) {
+    read_share(op, epoch, off);
+    return;
+  }
   switch (r.kind) {
     case shm_kind_t::barrier:
       return;
@@ -442,8 +461,55 @@ void shm_team_t::read_phase(shm_op_t& op, uint64_t epoch)
   }
 }
 
+// Round 2k of a split reduction: this rank's share (block_of the chunk) of
+// every rank's input, reduced in rank order into its slot of the next
+// round, which every rank finished reading (round 2k - 1) before it
+// published 2k. Round 2k + 1: every rank's share copied out (the root's
+// only, for reduce). Each share is computed once, so every rank gets the
+// same bytes.
+void shm_team_t::read_share(shm_op_t& op, uint64_t epoch, size_t off)
+{
+  const shm_request_t& r = op.req_;
+  const int n = rank_n_;
+  if (off >= r.count) return;
+  const size_t len = std::min(op.chunk_, r.count - off);
+  const size_t item = r.item_size;
+  if ((op.round_ & 1) == 0) {
+    const block_t b = block_of(len, n, rank_me_);
+    if (b.len == 0) return;
+    const size_t at = b.off * item;
+    char* dst = slot(rank_me_, epoch + 1) + at;
+    r.op(slot(0, epoch) + at, slot(1, epoch) + at, dst, b.len);
+    for (int j = 2; j < n; ++j) r.op(dst, slot(j, epoch) + at, dst, b.len);
+    return;
+  }
+  if (r.kind == shm_kind_t::reduce && rank_me_ != r.root) return;
+  char* out = static_cast<char*>(r.out) + off * item;
+  for (int j = 0; j < n; ++j) {
+    const block_t b = block_of(len, n, j);
+    if (b.len)
+      std::memcpy(out + b.off * item, slot(j, epoch) + b.off * item,
+                  b.len * item);
+  }
+}
+
+size_t shm_team_t::chunk_offset(const shm_op_t& op) const
+{
+  return (op.split_ ? op.round_ / 2 : op.round_) * op.chunk_;
+}
+
+bool shm_team_t::needs_all(const shm_op_t& op) const
+{
+  if (op.split_ && (op.round_ & 1) == 0) return true;
+  return op.req_.kind != shm_kind_t::broadcast &&
+         op.req_.kind != shm_kind_t::reduce;
+}
+
 bool shm_team_t::needs(const shm_op_t& op, int j) const
 {
+  // every rank reads a share of every slot in a split reduction's first
+  // round; the second is a reduce's or allreduce's plain read
+  if (op.split_ && (op.round_ & 1) == 0) return true;
   switch (op.req_.kind) {
     case shm_kind_t::broadcast:
       return rank_me_ != op.req_.root && j == op.req_.root;
@@ -473,9 +539,7 @@ int shm_team_t::wait_for(shm_op_t& op, uint64_t e, bool all,
     return -1;
   }
   // broadcast and reduce need only some ranks; the others need every one
-  if (all || (op.req_.kind != shm_kind_t::broadcast &&
-              op.req_.kind != shm_kind_t::reduce))
-    all_seen_ = std::max(all_seen_, e);
+  if (all || needs_all(op)) all_seen_ = std::max(all_seen_, e);
   return 1;
 }
 

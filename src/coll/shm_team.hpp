@@ -95,6 +95,10 @@ class shm_op_t
   size_t chunk_ = 0;  // bytes (broadcast, allgather, alltoall block) or
                       // items (reductions) per round
   uint64_t nrounds_ = 1;
+  // a reduction split into shares: each chunk takes two rounds, the first
+  // reduces this rank's share of every rank's input into its other slot,
+  // the second copies every rank's reduced share out
+  bool split_ = false;
   uint64_t round_ = 0;          // rounds done
   bool written_ = false;        // this round's input is in the slot
   int waiting_ = 0;             // the first rank not seen in this round yet
@@ -136,7 +140,7 @@ class shm_team_t final : public team_base_t
  private:
   struct ctrl_t;
   shm_team_t(int rank_me, int rank_n, void* base, size_t bytes,
-             size_t slot_bytes);
+             size_t slot_bytes, size_t split_bytes);
   ctrl_t* ctrl(int r) const;
   char* slot(int r, uint64_t epoch) const;
   // one step of the head collective: true when it ended
@@ -144,6 +148,12 @@ class shm_team_t final : public team_base_t
   // whether this rank reads rank j's slot (or must see j arrive) in a
   // round of op
   bool needs(const shm_op_t& op, int j) const;
+  // whether it needs every rank in this round of op
+  bool needs_all(const shm_op_t& op) const;
+  // the first chunk unit of op's current round
+  size_t chunk_offset(const shm_op_t& op) const;
+  // a split reduction's round (shm_op_t::split_)
+  void read_share(shm_op_t& op, uint64_t epoch, size_t off);
   // whether every rank (all) or every rank this one needs published round
   // e: 1 yes, 0 not yet, -1 one of them failed (*result says which)
   int wait_for(shm_op_t& op, uint64_t e, bool all, shm_result_t* result);
@@ -154,6 +164,9 @@ class shm_team_t final : public team_base_t
   void* base_;
   size_t bytes_;
   size_t slot_bytes_;
+  // reduce and allreduce of at least this many bytes split the reduction
+  // into per-rank shares (at 3 ranks and more)
+  size_t split_bytes_;
   uint64_t epoch_ = 0;  // rounds this rank completed
   // every rank is known to have published this round (a round that
   // needed every rank saw them all): the next round's check of the
