@@ -52,7 +52,9 @@ constexpr size_t kMaxGatherBytes = size_t(256) << 10;
 // reduction into per-rank shares: every rank reduces 1/n of the chunk and
 // copies the others' shares out, instead of every rank (allreduce) or the
 // root (reduce) reading all n inputs in full. The share costs a second
-// wait for every rank per chunk, which small buffers do not win back.
+// wait for every rank per chunk, which small buffers do not win back, and
+// which costs whole time slices when the node has more ranks than cores
+// (then the split is off: the work is not done in parallel anyway).
 constexpr size_t kSplitBytes = size_t(16) << 10;
 
 // item_size fits: the team takes no item larger than a slot. failed: a
@@ -178,7 +180,8 @@ std::unique_ptr<shm_team_t> shm_team_t::open(
   }
   // LCI_COLL_SHM_SPLIT (bytes): where reductions start to split into
   // shares (tests and measurements move it)
-  size_t split = kSplitBytes;
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t split = cores > 0 && local_n > cores ? SIZE_MAX : kSplitBytes;
   if (const char* v = util::env_get("LCI_COLL_SHM_SPLIT"))
     split = static_cast<size_t>(util::parse_uint("LCI_COLL_SHM_SPLIT", v));
   // each node's leader creates its node's segment (nodes of one rank have
@@ -231,7 +234,8 @@ std::unique_ptr<shm_team_t> shm_team_t::open(
   // for that one: no team
   const bool same_slot = recs[0].slot == slot;
   slot = static_cast<size_t>(recs[0].slot);
-  split = static_cast<size_t>(recs[0].split);
+  // the split concerns a node's ranks only: its leader's choice
+  split = static_cast<size_t>(recs[static_cast<size_t>(members[0])].split);
   std::memcpy(rec.name, recs[static_cast<size_t>(members[0])].name,
               sizeof(rec.name));
   rec.name[sizeof(rec.name) - 1] = '\0';
