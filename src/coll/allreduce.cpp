@@ -1,6 +1,9 @@
 // allreduce (docs/COLLECTIVES.md): the node-local team when it serves the
-// call, else direct exchange, recursive doubling ("tree") or a ring
-// (reduce-scatter then allgather, for large buffers at 3 ranks and more).
+// call; across nodes, hierarchically (a reduce to each node's leader
+// through its segment, an allreduce among the leaders, a broadcast from
+// each leader); else direct exchange, recursive doubling ("tree") or a
+// ring (reduce-scatter then allgather, for large buffers at 3 ranks and
+// more).
 #include "coll/coll_graph.hpp"
 #include "util/error.hpp"
 
@@ -95,6 +98,44 @@ void allreduce_ring(coll_t& c, const void* sendbuf, void* recvbuf, size_t count,
   ring_allgather(c, acc, count, item_size, 1, c.nranks - 1, rs);
 }
 
+// The library's choice among the point-to-point algorithms for n ranks.
+allreduce_algorithm_t default_allreduce(int n, size_t bytes, size_t count)
+{
+  return n > 2 && bytes >= (size_t(64) << 10) && count >= static_cast<size_t>(n)
+             ? allreduce_algorithm_t::ring
+             : allreduce_algorithm_t::tree;
+}
+
+// Ranks on several nodes: the node's ranks reduce into the leader's
+// recvbuf through the segment, the leaders allreduce it in place, each
+// leader broadcasts the result to its node (so every rank gets the
+// leaders' bytes, which are the same everywhere). Returns false when the
+// team does not take the node-local stages.
+bool allreduce_hier(coll_t& c, shm_team_t* t, const void* sendbuf,
+                    void* recvbuf, size_t count, size_t item_size,
+                    reduce_op_t op)
+{
+  const bool leader = t->local_rank() == 0;
+  const size_t bytes = count * item_size;
+  shm_request_t gather =
+      c.reduction(sendbuf, leader ? recvbuf : nullptr, count, item_size, op);
+  gather.kind = shm_kind_t::reduce;
+  shm_request_t spread = c.request(recvbuf, recvbuf);
+  spread.kind = shm_kind_t::broadcast;
+  spread.size = bytes;
+  if (!t->accepts(gather)) return false;
+  c.begin_hier(&gather, &spread, leader ? &t->leaders() : nullptr);
+  if (leader) {
+    if (default_allreduce(c.nranks, bytes, count) ==
+        allreduce_algorithm_t::ring)
+      allreduce_ring(c, recvbuf, recvbuf, count, item_size, op);
+    else
+      allreduce_rd(c, recvbuf, recvbuf, count, bytes, op);
+  }
+  c.run_hier(recvbuf, bytes);
+  return true;
+}
+
 }  // namespace
 
 const char* get_allreduce_algorithm_str(allreduce_algorithm_t algorithm)
@@ -117,15 +158,13 @@ void allreduce_x::call_impl(const void* sendbuf, void* recvbuf, size_t count,
   c.check_buffer(recvbuf, bytes, "recvbuf");
   c.check_algorithm(static_cast<int>(algorithm),
                     static_cast<int>(allreduce_algorithm_t::ring));
+  const bool by_library = algorithm == allreduce_algorithm_t::none;
   if (c.run_local(c.reduction(sendbuf, recvbuf, count, item_size, op),
-                  algorithm == allreduce_algorithm_t::none, recvbuf, bytes))
+                  by_library, recvbuf, bytes))
     return;
-  int n = c.nranks;
-  if (algorithm == allreduce_algorithm_t::none)
-    algorithm =
-        n > 2 && bytes >= (size_t(64) << 10) && count >= static_cast<size_t>(n)
-            ? allreduce_algorithm_t::ring
-            : allreduce_algorithm_t::tree;
+  if (shm_team_t* t = c.hier_team(by_library))
+    if (allreduce_hier(c, t, sendbuf, recvbuf, count, item_size, op)) return;
+  if (by_library) algorithm = default_allreduce(c.nranks, bytes, count);
   switch (algorithm) {
     case allreduce_algorithm_t::direct:
       allreduce_direct(c, sendbuf, recvbuf, count, bytes, op);

@@ -1,5 +1,8 @@
 // barrier (docs/COLLECTIVES.md): the node-local team when it serves the
-// call, else dissemination over point-to-point messages.
+// call; across nodes, hierarchically (each node's leader hears from its
+// ranks through the segment, the leaders run a dissemination barrier, each
+// leader releases its node); else dissemination over point-to-point
+// messages.
 #include "coll/coll_graph.hpp"
 
 namespace lci
@@ -31,6 +34,19 @@ void barrier_x::call_impl(runtime_t runtime, device_t device,
   coll_t c("barrier", shm_kind_t::barrier, runtime, device, matching_engine,
            comp, user_context);
   if (c.run_local(c.request(nullptr, nullptr), true, nullptr, 0)) return;
+  if (shm_team_t* t = c.hier_team(true)) {
+    // a reduce of nothing to the leader: it waits for every rank of its
+    // node, the others go on; a broadcast of nothing from it
+    shm_request_t gather = c.request(nullptr, nullptr);
+    gather.kind = shm_kind_t::reduce;
+    shm_request_t release = c.request(nullptr, nullptr);
+    release.kind = shm_kind_t::broadcast;
+    const bool leader = t->local_rank() == 0;
+    c.begin_hier(&gather, &release, leader ? &t->leaders() : nullptr);
+    if (leader) barrier_dissemination(c);
+    c.run_hier(nullptr, 0);
+    return;
+  }
   barrier_dissemination(c);
   c.run(nullptr, 0);
 }

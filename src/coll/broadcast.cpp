@@ -1,6 +1,8 @@
 // broadcast (docs/COLLECTIVES.md): the node-local team when it serves the
-// call, else direct sends from the root (few ranks), a binomial tree, or a
-// pipelined chain (large buffers).
+// call; across nodes, hierarchically (the root and the other nodes'
+// leaders point to point, then each of them to its node through the
+// segment); else direct sends from the root (few ranks), a binomial tree,
+// or a pipelined chain (large buffers).
 #include "coll/coll_graph.hpp"
 #include "util/error.hpp"
 
@@ -55,6 +57,54 @@ void bcast_ring(coll_t& c, void* buf, size_t size, int root)
   }
 }
 
+// The library's choice among the point-to-point algorithms for n ranks.
+broadcast_algorithm_t default_broadcast(int n, size_t size)
+{
+  return n <= 3                      ? broadcast_algorithm_t::direct
+         : size >= (size_t(1) << 20) ? broadcast_algorithm_t::ring
+                                     : broadcast_algorithm_t::tree;
+}
+
+void bcast_run(coll_t& c, broadcast_algorithm_t algorithm, void* buffer,
+               size_t size, int root)
+{
+  switch (algorithm) {
+    case broadcast_algorithm_t::direct:
+      bcast_direct(c, buffer, size, root);
+      break;
+    case broadcast_algorithm_t::tree:
+      bcast_tree(c, buffer, size, root);
+      break;
+    case broadcast_algorithm_t::ring:
+      bcast_ring(c, buffer, size, root);
+      break;
+    default:
+      util::throw_fatal("broadcast: unknown algorithm ",
+                        static_cast<int>(algorithm));
+  }
+}
+
+// The representatives: the root for its node, the leader for the others;
+// they broadcast point to point, then each to its node through the
+// segment (the root's node included).
+void bcast_hier(coll_t& c, shm_team_t* t, void* buffer, size_t size, int root)
+{
+  const int root_node = t->node_of(root);
+  const std::vector<int>& members = t->members();
+  const int rep = t->node_of(c.rank) == root_node ? root : members[0];
+  std::vector<int> reps = t->leaders();
+  reps[static_cast<size_t>(root_node)] = root;
+  const bool is_rep = c.rank == rep;
+  shm_request_t spread = c.request(buffer, buffer);
+  spread.size = size;
+  spread.root = static_cast<int>(
+      std::find(members.begin(), members.end(), rep) - members.begin());
+  c.begin_hier(nullptr, &spread, is_rep ? &reps : nullptr);
+  if (is_rep)
+    bcast_run(c, default_broadcast(c.nranks, size), buffer, size, root_node);
+  c.run_hier(buffer, size);
+}
+
 }  // namespace
 
 const char* get_broadcast_algorithm_str(broadcast_algorithm_t algorithm)
@@ -79,27 +129,14 @@ void broadcast_x::call_impl(void* buffer, size_t size, int root,
   shm_request_t req = c.request(buffer, buffer);
   req.size = size;
   req.root = root;
-  if (c.run_local(req, algorithm == broadcast_algorithm_t::none, buffer, size))
+  const bool by_library = algorithm == broadcast_algorithm_t::none;
+  if (c.run_local(req, by_library, buffer, size)) return;
+  if (shm_team_t* t = c.hier_team(by_library)) {
+    bcast_hier(c, t, buffer, size, root);
     return;
-  int n = c.nranks;
-  if (algorithm == broadcast_algorithm_t::none)
-    algorithm = n <= 3                      ? broadcast_algorithm_t::direct
-                : size >= (size_t(1) << 20) ? broadcast_algorithm_t::ring
-                                            : broadcast_algorithm_t::tree;
-  switch (algorithm) {
-    case broadcast_algorithm_t::direct:
-      bcast_direct(c, buffer, size, root);
-      break;
-    case broadcast_algorithm_t::tree:
-      bcast_tree(c, buffer, size, root);
-      break;
-    case broadcast_algorithm_t::ring:
-      bcast_ring(c, buffer, size, root);
-      break;
-    default:
-      util::throw_fatal("broadcast: unknown algorithm ",
-                        static_cast<int>(algorithm));
   }
+  if (by_library) algorithm = default_broadcast(c.nranks, size);
+  bcast_run(c, algorithm, buffer, size, root);
   c.run(buffer, size);
 }
 

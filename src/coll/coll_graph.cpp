@@ -269,6 +269,9 @@ struct finisher_t final : comp_impl_t {
   comp_t comp;
   status_t status;
   std::shared_ptr<wait_t> wait;
+  // a hierarchical collective's part: every error goes to *error_out and
+  // `comp` is signalled with fatal (or the failed peer's status)
+  std::string* error_out = nullptr;
   void signal(status_t) override
   {
     std::string error = std::move(state->error);
@@ -278,8 +281,15 @@ struct finisher_t final : comp_impl_t {
     comp_t c = comp;
     status_t s = status;
     std::shared_ptr<wait_t> w = std::move(wait);
+    std::string* out = error_out;
     delete this;
-    if (w) {
+    if (out && !error.empty()) {
+      *out = std::move(error);
+      s.error =
+          failed.error.is_fatal() ? failed.error : error_t(errorcode_t::fatal);
+      s.rank = failed.error.is_fatal() ? failed.rank : -1;
+      c.p_impl->signal(s);
+    } else if (w) {
       w->error = std::move(error);
       w->failed = failed;
       w->done.store(true, std::memory_order_release);
@@ -297,6 +307,20 @@ struct finisher_t final : comp_impl_t {
 
 namespace
 {
+
+// The status a nonblocking node-local (or hierarchical) collective
+// signals: `s`, with the error and rank of a failed peer; any other error
+// (the ranks disagreed) is raised instead.
+status_t ended_status(status_t s, const shm_result_t& r)
+{
+  if (r.errorcode == errorcode_t::fatal_peer_failure) {
+    s.error = error_t(r.errorcode);
+    s.rank = r.rank;
+  } else if (r.errorcode != errorcode_t::done) {
+    throw fatal_error(r.error);
+  }
+  return s;
+}
 
 // A node-local collective that a blocking caller waits for.
 struct shm_wait_op_t final : shm_op_t {
@@ -319,13 +343,7 @@ struct shm_signal_op_t final : shm_op_t {
   void finish(const shm_result_t& r) override
   {
     std::unique_ptr<shm_signal_op_t> self(this);
-    status_t s = status;
-    if (r.errorcode == errorcode_t::fatal_peer_failure) {
-      s.error = error_t(r.errorcode);
-      s.rank = r.rank;
-    } else if (r.errorcode != errorcode_t::done) {
-      throw fatal_error(r.error);
-    }
+    status_t s = ended_status(status, r);
     comp_t c = comp;
     self.reset();
     c.p_impl->signal(s);
@@ -359,13 +377,13 @@ graph_node_t coll_t::send(int peer, const void* buf, size_t size, uint64_t step)
 {
   comp_t g = graph();
   graph_node_t n = graph_add_node_op(
-      g,
-      send_node_t{post_send_x(peer, const_cast<void*>(buf), size, tag(step), g)
-                      .runtime(call_.runtime)
-                      .device(call_.device)
-                      .matching_engine(call_.engine)
-                      .allow_retry(false),
-                  state_, "send to"});
+      g, send_node_t{post_send_x(this->peer(peer), const_cast<void*>(buf), size,
+                                 tag(step), g)
+                         .runtime(call_.runtime)
+                         .device(call_.device)
+                         .matching_engine(call_.engine)
+                         .allow_retry(false),
+                     state_, "send to"});
   graph_add_edge_x(g, n, state_node_).fn (&check_send)();
   return n;
 }
@@ -374,7 +392,7 @@ graph_node_t coll_t::recv(int peer, void* buf, size_t size, uint64_t step)
 {
   comp_t g = graph();
   graph_node_t n = graph_add_node_op(
-      g, recv_node_t{post_recv_x(peer, buf, size, tag(step), g)
+      g, recv_node_t{post_recv_x(this->peer(peer), buf, size, tag(step), g)
                          .runtime(call_.runtime)
                          .device(call_.device)
                          .matching_engine(call_.engine)
@@ -488,6 +506,205 @@ void coll_t::run(void* buffer, size_t size)
   if (wait->failed.error.errorcode == errorcode_t::fatal_peer_failure)
     throw peer_failure_error(wait->error, wait->failed.rank);
   if (!wait->error.empty()) throw fatal_error(wait->error);
+}
+
+// A hierarchical collective: up to three parts, the node-local stage
+// before (A), the point-to-point part among the nodes' representatives (G,
+// on representatives only) and the node-local stage after (B). A and B are
+// queued on the team at the call, so every rank of a node queues them in
+// the same order; G starts once A ended, and a representative's B waits at
+// its gate until G ended. It ends when every part did (the first error
+// wins; a peer failure in A or G goes on to the ranks that wait in B). It
+// frees itself, unless a blocking caller waits for it.
+struct hier_t {
+  // a node-local stage
+  enum part_t { kSetup, kBefore, kGraph, kAfter };
+  struct stage_t final : shm_op_t {
+    hier_t* h = nullptr;
+    part_t part = kBefore;
+    void finish(const shm_result_t& r) override { h->part_done(r, part); }
+    // the runtime is being freed with the collective still queued: it
+    // never ends, and its state stays allocated
+    void abandon() override {}
+  };
+  // G's completion (its finisher's comp)
+  struct graph_done_t final : comp_impl_t {
+    hier_t* h = nullptr;
+    void signal(status_t s) override
+    {
+      shm_result_t r;
+      if (s.error.is_fatal()) {
+        r.errorcode = s.error.errorcode;
+        r.rank = s.rank;
+        r.error = std::move(h->graph_error);
+      }
+      h->part_done(r, kGraph);
+    }
+  };
+
+  shm_team_t* team = nullptr;
+  stage_t a, b;
+  graph_done_t g_done;
+  std::string graph_error;
+  std::mutex mu;
+  int parts = 1;  // not ended yet, the setup included
+  bool a_pending = false;
+  bool g_ready = false;  // built (or none) and waiting for A
+  comp_t graph;          // G, not started yet
+  bool b_gated = false;
+  shm_result_t result;
+  // the caller: a completion object, or a blocking wait
+  comp_t comp;
+  status_t status;
+  bool blocking = false;
+  std::atomic<bool> done{false};
+
+  hier_t()
+  {
+    a.h = this;
+    b.h = this;
+    b.part = kAfter;
+    g_done.h = this;
+  }
+
+  void keep(const shm_result_t& r)
+  {
+    if (r.errorcode != errorcode_t::done &&
+        result.errorcode == errorcode_t::done)
+      result = r;
+  }
+  // one part ended; A's end starts G, G's end opens B's gate
+  // (the part counts as ended only after what it starts: this object
+  // lives until then)
+  void part_done(const shm_result_t& r, part_t part)
+  {
+    comp_t start;
+    bool open = false, last;
+    int failed = -1;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      keep(r);
+      if (part == kGraph) {
+        open = b_gated;
+        if (result.errorcode == errorcode_t::fatal_peer_failure)
+          failed = result.rank;
+        else if (result.errorcode != errorcode_t::done)
+          failed = shm_op_t::kFailedOther;
+      } else if (part == kBefore) {
+        a_pending = false;
+        if (g_ready) std::swap(start, graph);
+      }
+    }
+    if (open) b.open_gate(failed);
+    if (!start.is_empty()) graph_start(start);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      last = --parts == 0;
+    }
+    if (last) end();
+  }
+  // the setup ended (G built or none): G starts now if A ended already
+  void ready(comp_t g)
+  {
+    bool no_graph = g.is_empty();
+    comp_t start;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      graph = g;
+      g_ready = true;
+      if (!a_pending) std::swap(start, graph);
+    }
+    if (!start.is_empty()) graph_start(start);
+    if (no_graph) part_done(shm_result_t(), kGraph);
+    part_done(shm_result_t(), kSetup);
+  }
+  void end()
+  {
+    if (blocking) {
+      done.store(true, std::memory_order_release);
+      return;
+    }
+    std::unique_ptr<hier_t> self(this);
+    status_t s = ended_status(status, result);
+    comp_t c = comp;
+    self.reset();
+    c.p_impl->signal(s);
+  }
+};
+
+void coll_t::begin_hier(const shm_request_t* before, const shm_request_t* after,
+                        const std::vector<int>* reps)
+{
+  shm_team_t* t = team();
+  t->count_hierarchical();
+  auto* h = new hier_t();
+  hier_ = h;
+  h->team = t;
+  h->parts += 1 + (before ? 1 : 0) + (after ? 1 : 0);
+  if (reps) {
+    peers_ = *reps;
+    rank = static_cast<int>(std::find(reps->begin(), reps->end(), rank) -
+                            reps->begin());
+    nranks = static_cast<int>(reps->size());
+    h->b_gated = after != nullptr;
+  }
+  if (before) {
+    h->a_pending = true;
+    t->start(&h->a, *before);
+  }
+  if (after) {
+    if (h->b_gated) h->b.close_gate();
+    t->start(&h->b, *after);
+  }
+}
+
+void coll_t::run_hier(void* buffer, size_t size)
+{
+  hier_t* h = hier_;
+  hier_ = nullptr;
+  h->comp = comp_;
+  h->status = status_t(errorcode_t::done);
+  h->status.rank = call_.rank;
+  h->status.buffer = buffer;
+  h->status.size = size;
+  h->status.user_context = user_context_;
+  h->blocking = comp_.is_empty();
+  comp_t g;
+  if (!graph_.is_empty()) {
+    fin_->comp = comp_t(&h->g_done);
+    fin_->error_out = &h->graph_error;
+    fin_->status = status_t(errorcode_t::done);
+    g = graph_;
+    graph_ = comp_t();  // the finisher owns it
+  }
+  shm_team_t* t = team();
+  if (!h->blocking) {
+    h->ready(g);
+    t->poll();  // stages that need no peer go at once
+    return;
+  }
+  std::unique_ptr<hier_t> own(h);
+  std::exception_ptr raised;
+  try {
+    h->ready(g);
+  } catch (...) {
+    raised = std::current_exception();
+  }
+  // as a node-local blocking call: an error raised meanwhile is kept until
+  // every part ended (they use the caller's buffers)
+  while (!h->done.load(std::memory_order_acquire)) {
+    try {
+      t->poll();
+      progress_x().runtime(call_.runtime).device(call_.device)();
+    } catch (...) {
+      if (!raised) raised = std::current_exception();
+    }
+  }
+  const shm_result_t& r = h->result;
+  if (r.errorcode == errorcode_t::fatal_peer_failure)
+    throw peer_failure_error(r.error, r.rank);
+  if (r.errorcode != errorcode_t::done) throw fatal_error(r.error);
+  if (raised) std::rethrow_exception(raised);
 }
 
 // ---- building blocks ------------------------------------------------------

@@ -93,6 +93,7 @@ inline void one_rank(const shm_request_t& r)
 
 struct finisher_t;
 struct state_t;
+struct hier_t;
 
 // One collective under construction: the graph and the helpers that add
 // point-to-point, copy and reduction nodes to it.
@@ -169,6 +170,8 @@ class coll_t
 
   // scratch memory that lives as long as the collective
   char* scratch(size_t size);
+  // peer: a rank of the runtime, or the index among the representatives
+  // after begin_hier
   graph_node_t send(int peer, const void* buf, size_t size, uint64_t step);
   graph_node_t recv(int peer, void* buf, size_t size, uint64_t step);
   // a copy of size bytes (memmove: the ranges may be equal)
@@ -218,8 +221,8 @@ class coll_t
   bool run_local(const shm_request_t& req, bool default_algorithm, void* buffer,
                  size_t size)
   {
-    if (nranks > 1 &&
-        !(call_.team && default_algorithm && team()->accepts(req)))
+    if (nranks > 1 && !(call_.team && !team()->hierarchical() &&
+                        default_algorithm && team()->accepts(req)))
       return false;
     status_t status(errorcode_t::done);
     status.rank = rank;
@@ -238,6 +241,27 @@ class coll_t
   // caller gave a completion object. `buffer`/`size` go to the completion
   // status.
   void run(void* buffer, size_t size);
+
+  // The hierarchical form (ranks on several nodes, shm_team.hpp): the
+  // team when this call runs it (the team is hierarchical and the caller
+  // left the algorithm to the library), else null.
+  shm_team_t* hier_team(bool default_algorithm) const
+  {
+    shm_team_t* t = call_.team ? team() : nullptr;
+    return t && t->hierarchical() && default_algorithm ? t : nullptr;
+  }
+  // Queues the node-local stages: `before` (to this node's representative)
+  // and `after` (from it); either may be null. `reps`: the representative
+  // of every node (runtime ranks, in node order) when this rank is its
+  // node's, else null: the point-to-point algorithm the caller then builds
+  // runs among them (rank = this rank's index in reps, nranks = their
+  // number), after `before` and before `after`, in which the
+  // representative waits for it.
+  void begin_hier(const shm_request_t* before, const shm_request_t* after,
+                  const std::vector<int>* reps);
+  // Runs what begin_hier queued and the graph built since; returns once
+  // all of it ended unless the caller gave a completion object.
+  void run_hier(void* buffer, size_t size);
 
  private:
   // the only team there is (core/coll_support.hpp's view of it)
@@ -266,6 +290,13 @@ class coll_t
   finisher_t* fin_ = nullptr;
   state_t* state_ = nullptr;
   graph_node_t state_node_ = nullptr;
+  // begin_hier: the runtime rank of each index, and the collective
+  std::vector<int> peers_;
+  hier_t* hier_ = nullptr;
+  int peer(int index) const
+  {
+    return peers_.empty() ? index : peers_[static_cast<size_t>(index)];
+  }
 };
 
 // ---- building blocks ------------------------------------------------------

@@ -27,8 +27,10 @@
 #include <utility>
 
 #include "bootstrap/bootstrap.hpp"
+#include "coll/coll_graph.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 namespace lci::coll
 {
@@ -46,12 +48,24 @@ constexpr int kMaxRanks = 64;
 // size (chunks through the slots): the copy into the segment is paid once
 // for every reader, and a reduction reads its operands there directly.
 constexpr size_t kMaxGatherBytes = size_t(256) << 10;
+// From this many bytes a reduce or allreduce at 3 ranks and more splits the
+// reduction into per-rank shares: every rank reduces 1/n of the chunk and
+// copies the others' shares out, instead of every rank (allreduce) or the
+// root (reduce) reading all n inputs in full. The share costs a second
+// wait for every rank per chunk, which small buffers do not win back, and
+// which costs whole time slices when the node has more ranks than cores
+// (then the split is off: the work is not done in parallel anyway).
+constexpr size_t kSplitBytes = size_t(16) << 10;
 
+// item_size fits: the team takes no item larger than a slot. failed: a
+// hierarchical stage that publishes its round without data because an
+// earlier stage failed: the failed rank (-1 otherwise).
 struct desc_t {
   uint32_t kind;
   int32_t root;
   uint64_t bytes;
-  uint64_t item_size;
+  uint32_t item_size;
+  int32_t failed;
   bool operator==(const desc_t& o) const
   {
     return kind == o.kind && root == o.root && bytes == o.bytes &&
@@ -65,12 +79,6 @@ struct header_t {
   uint64_t slot_bytes;
 };
 
-bool overlaps(const void* a, size_t an, const void* b, size_t bn)
-{
-  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
-  return an && bn && x < y + bn && y < x + an;
-}
-
 // The per-rank slot: 1 MiB up to 4 ranks, then smaller so that the slots
 // stay within 8 MiB, at least 4 KiB. Large slots mean few rounds (each a
 // wait for every rank) for large collectives; pages are touched only as far
@@ -83,7 +91,8 @@ size_t slot_bytes_for(int n)
 
 desc_t describe(const shm_request_t& r)
 {
-  desc_t d{static_cast<uint32_t>(r.kind), r.root, 0, r.item_size};
+  desc_t d{static_cast<uint32_t>(r.kind), r.root, 0,
+           static_cast<uint32_t>(r.item_size), -1};
   switch (r.kind) {
     case shm_kind_t::barrier:
       break;
@@ -124,14 +133,44 @@ struct alignas(64) shm_team_t::ctrl_t {
   desc_t desc[2];
 };
 
-std::unique_ptr<shm_team_t> shm_team_t::open(bootstrap::backend_t& boot,
-                                             int rank_me, int rank_n,
-                                             bool node_local)
+std::unique_ptr<shm_team_t> shm_team_t::open(
+    bootstrap::backend_t& boot, int rank_me, int rank_n,
+    const std::vector<std::string>& nodes)
 {
-  if (!node_local || rank_n < 2 || rank_n > kMaxRanks) return nullptr;
-  // LCI_COLL_SHM_SLOT (bytes, rank 0's value for all): smaller slots make
-  // tests run the several-round pipeline with small buffers
-  size_t slot = slot_bytes_for(rank_n);
+  if (rank_n < 2 || nodes.size() != static_cast<size_t>(rank_n)) return nullptr;
+  // nodes numbered in the order of their lowest rank, the leader; every
+  // rank computes the same from the same ids
+  std::vector<int> node_of(static_cast<size_t>(rank_n));
+  std::vector<int> leaders;
+  std::vector<int> sizes;
+  for (int r = 0; r < rank_n; ++r) {
+    int k = 0;
+    while (k < static_cast<int>(leaders.size()) &&
+           nodes[static_cast<size_t>(leaders[static_cast<size_t>(k)])] !=
+               nodes[static_cast<size_t>(r)])
+      ++k;
+    if (k == static_cast<int>(leaders.size())) {
+      leaders.push_back(r);
+      sizes.push_back(0);
+    }
+    node_of[static_cast<size_t>(r)] = k;
+    ++sizes[static_cast<size_t>(k)];
+  }
+  const int biggest = *std::max_element(sizes.begin(), sizes.end());
+  if (biggest > kMaxRanks) return nullptr;
+  std::vector<int> members;
+  for (int r = 0; r < rank_n; ++r)
+    if (node_of[static_cast<size_t>(r)] ==
+        node_of[static_cast<size_t>(rank_me)])
+      members.push_back(r);
+  const int local_n = static_cast<int>(members.size());
+  const int local_me = static_cast<int>(
+      std::find(members.begin(), members.end(), rank_me) - members.begin());
+  // one slot size and split point for every node (rank 0's), so that
+  // whether the team takes a collective is the same answer everywhere.
+  // LCI_COLL_SHM_SLOT (bytes): smaller slots make tests run the
+  // several-round pipeline with small buffers
+  size_t slot = slot_bytes_for(biggest);
   if (const char* v = util::env_get("LCI_COLL_SHM_SLOT")) {
     uint64_t x = util::parse_uint("LCI_COLL_SHM_SLOT", v);
     if (x < 4096 || x > (uint64_t(64) << 20))
@@ -139,22 +178,31 @@ std::unique_ptr<shm_team_t> shm_team_t::open(bootstrap::backend_t& boot,
                         ": not between 4096 and 67108864 bytes");
     slot = static_cast<size_t>(x) / 64 * 64;
   }
-  // rank 0 creates the segment and tells the others its name ("" when it
-  // could not) and the slot size
+  // LCI_COLL_SHM_SPLIT (bytes): where reductions start to split into
+  // shares (tests and measurements move it)
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t split = cores > 0 && local_n > cores ? SIZE_MAX : kSplitBytes;
+  if (const char* v = util::env_get("LCI_COLL_SHM_SPLIT"))
+    split = static_cast<size_t>(util::parse_uint("LCI_COLL_SHM_SPLIT", v));
+  // each node's leader creates its node's segment (nodes of one rank have
+  // none) and tells the others its name ("" when it could not)
   struct record_t {
-    char name[56];
+    char name[48];
     uint64_t slot;
+    uint64_t split;
   } rec = {};
   static_assert(sizeof(record_t) == 64, "one bootstrap slot");
+  rec.slot = slot;
+  rec.split = split;
   char* name = rec.name;
   int fd = -1;
-  auto total_for = [rank_n](size_t slot_bytes) {
+  auto total_for = [local_n](size_t slot_bytes) {
     const size_t off_slots =
-        (64 + 64 * static_cast<size_t>(rank_n) + 4095) / 4096 * 4096;
-    return off_slots + 2 * slot_bytes * static_cast<size_t>(rank_n);
+        (64 + 64 * static_cast<size_t>(local_n) + 4095) / 4096 * 4096;
+    return off_slots + 2 * slot_bytes * static_cast<size_t>(local_n);
   };
-  if (rank_me == 0) {
-    rec.slot = slot;
+  const bool creator = local_me == 0 && local_n > 1;
+  if (creator) {
     uint64_t nonce = static_cast<uint64_t>(
         std::chrono::steady_clock::now().time_since_epoch().count());
     std::snprintf(name, sizeof(rec.name), "/lci-shm-%ld-coll%llx-%llu",
@@ -182,59 +230,76 @@ std::unique_ptr<shm_team_t> shm_team_t::open(bootstrap::backend_t& boot,
     }
     throw;
   }
-  rec = recs[0];
+  // a leader whose environment gave another slot size sized its segment
+  // for that one: no team
+  const bool same_slot = recs[0].slot == slot;
+  slot = static_cast<size_t>(recs[0].slot);
+  // the split concerns a node's ranks only: its leader's choice
+  split = static_cast<size_t>(recs[static_cast<size_t>(members[0])].split);
+  std::memcpy(rec.name, recs[static_cast<size_t>(members[0])].name,
+              sizeof(rec.name));
   rec.name[sizeof(rec.name) - 1] = '\0';
-  slot = static_cast<size_t>(rec.slot);
   const size_t total = total_for(slot);
   void* base = MAP_FAILED;
-  if (name[0] != '\0') {
-    if (rank_me != 0) fd = shm_open(name, O_RDWR, 0);
+  if (local_n > 1 && name[0] != '\0') {
+    if (!creator) fd = shm_open(name, O_RDWR, 0);
     if (fd >= 0) {
       base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       close(fd);
     }
   }
-  // the team exists only if every rank mapped the segment
-  char ok = base != MAP_FAILED ? 1 : 0;
+  // the team exists only if every rank of every node of two or more
+  // mapped its segment
+  char ok = (base != MAP_FAILED && (same_slot || !creator)) || local_n == 1;
   std::vector<char> oks(static_cast<size_t>(rank_n));
   try {
     boot.allgather(&ok, oks.data(), 1);
   } catch (...) {
-    if (rank_me == 0 && name[0] != '\0') shm_unlink(name);
+    if (creator && name[0] != '\0') shm_unlink(name);
     if (base != MAP_FAILED) munmap(base, total);
     throw;
   }
-  if (rank_me == 0 && name[0] != '\0') shm_unlink(name);
+  if (creator && name[0] != '\0') shm_unlink(name);
   bool all = std::all_of(oks.begin(), oks.end(), [](char c) { return c; });
   if (!all) {
     if (base != MAP_FAILED) munmap(base, total);
     return nullptr;
   }
-  auto* h = static_cast<header_t*>(base);
-  if (rank_me == 0) *h = header_t{kMagic, static_cast<uint64_t>(rank_n), slot};
-  return std::unique_ptr<shm_team_t>(
-      new shm_team_t(rank_me, rank_n, base, total, slot));
+  if (base == MAP_FAILED) base = nullptr;
+  if (creator)
+    *static_cast<header_t*>(base) =
+        header_t{kMagic, static_cast<uint64_t>(local_n), slot};
+  LCI_LOG(info, "collectives: ",
+          leaders.size() > 1 ? "hierarchical team over " : "node-local team, ",
+          leaders.size(), " node(s); this node has ", local_n,
+          " rank(s), leader ", members[0], ", ", base ? "a" : "no", " segment");
+  std::unique_ptr<shm_team_t> team(
+      new shm_team_t(local_me, local_n, base, base ? total : 0, slot, split));
+  team->members_ = std::move(members);
+  team->node_of_ = std::move(node_of);
+  team->leaders_ = std::move(leaders);
+  return team;
 }
 
-std::unique_ptr<team_base_t> open_node_team(bootstrap::backend_t& boot,
-                                            int rank_me, int rank_n,
-                                            bool node_local,
-                                            bool (*failed)(void*, int),
-                                            void* ctx)
+std::unique_ptr<team_base_t> open_node_team(
+    bootstrap::backend_t& boot, int rank_me, int rank_n,
+    const std::vector<std::string>& nodes, bool (*failed)(void*, int),
+    void* ctx)
 {
   std::unique_ptr<shm_team_t> team =
-      shm_team_t::open(boot, rank_me, rank_n, node_local);
+      shm_team_t::open(boot, rank_me, rank_n, nodes);
   if (team) team->set_failure_check(failed, ctx);
   return team;
 }
 
 shm_team_t::shm_team_t(int rank_me, int rank_n, void* base, size_t bytes,
-                       size_t slot_bytes)
+                       size_t slot_bytes, size_t split_bytes)
     : rank_me_(rank_me),
       rank_n_(rank_n),
       base_(base),
       bytes_(bytes),
-      slot_bytes_(slot_bytes)
+      slot_bytes_(slot_bytes),
+      split_bytes_(split_bytes)
 {
   static_assert(sizeof(ctrl_t) == 64, "one line per rank");
 }
@@ -244,7 +309,7 @@ shm_team_t::~shm_team_t()
   // nonblocking collectives never completed (their runtime is being freed)
   if (current_) current_->abandon();
   for (shm_op_t* op : queue_) op->abandon();
-  munmap(base_, bytes_);
+  if (base_) munmap(base_, bytes_);
 }
 
 shm_team_t::ctrl_t* shm_team_t::ctrl(int r) const
@@ -282,11 +347,21 @@ bool shm_team_t::accepts(const shm_request_t& r) const
   return false;
 }
 
+void shm_team_t::run_alone(shm_op_t& op)
+{
+  if (op.req_.out) one_rank(op.req_);
+  op.finish(shm_result_t());
+}
+
 void shm_team_t::start(shm_op_t* op, const shm_request_t& req)
 {
   const size_t n = static_cast<size_t>(rank_n_);
   shm_op_t& o = *op;
   o.req_ = req;
+  if (!base_) {
+    run_alone(o);
+    return;
+  }
   size_t total = 0;     // chunk units to move
   size_t in_bytes = 0;  // input and output extents, for overlaps
   size_t out_bytes = 0;
@@ -306,6 +381,7 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req)
       total = req.count;
       in_bytes = out_bytes = req.count * req.item_size;
       safe_alias = in == out;
+      o.split_ = n >= 3 && in_bytes >= split_bytes_;
       break;
     case shm_kind_t::reduce_scatter:
       o.chunk_ = slot_bytes_ / n / std::max<size_t>(req.item_size, 1);
@@ -328,13 +404,14 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req)
       safe_alias = in == out;
       break;
   }
-  o.nrounds_ =
+  const size_t nchunks =
       o.chunk_ ? std::max<size_t>(1, (total + o.chunk_ - 1) / o.chunk_) : 1;
-  // one round copies every input into the slots before it writes an
-  // output; several rounds would read inputs that earlier rounds' outputs
+  o.nrounds_ = o.split_ ? 2 * nchunks : nchunks;
+  // one chunk copies every input into the slots before it writes an
+  // output; several would read inputs that earlier chunks' outputs
   // overwrote, unless the overlap is an in-place form the chunk order
   // keeps apart
-  if (o.nrounds_ > 1 && !safe_alias && out &&
+  if (nchunks > 1 && !safe_alias && out &&
       overlaps(in, in_bytes, out, out_bytes)) {
     o.snapshot_.assign(in, in + in_bytes);
     o.req_.in = o.snapshot_.data();
@@ -356,7 +433,10 @@ void shm_team_t::write_phase(shm_op_t& op, char* mine)
 {
   const shm_request_t& r = op.req_;
   const size_t n = static_cast<size_t>(rank_n_);
-  const size_t off = op.round_ * op.chunk_;
+  // a split reduction's second round writes nothing: its share is in the
+  // slot already (read_phase of the first)
+  if (op.split_ && (op.round_ & 1)) return;
+  const size_t off = chunk_offset(op);
   const char* in = static_cast<const char*>(r.in);
   switch (r.kind) {
     case shm_kind_t::barrier:
@@ -399,8 +479,12 @@ void shm_team_t::read_phase(shm_op_t& op, uint64_t epoch)
 {
   const shm_request_t& r = op.req_;
   const int n = rank_n_;
-  const size_t off = op.round_ * op.chunk_;
+  const size_t off = chunk_offset(op);
   char* out = static_cast<char*>(r.out);
+  if (op.split_) {
+    read_share(op, epoch, off);
+    return;
+  }
   switch (r.kind) {
     case shm_kind_t::barrier:
       return;
@@ -442,8 +526,55 @@ void shm_team_t::read_phase(shm_op_t& op, uint64_t epoch)
   }
 }
 
+// Round 2k of a split reduction: this rank's share (block_of the chunk) of
+// every rank's input, reduced in rank order into its slot of the next
+// round, which every rank finished reading (round 2k - 1) before it
+// published 2k. Round 2k + 1: every rank's share copied out (the root's
+// only, for reduce). Each share is computed once, so every rank gets the
+// same bytes.
+void shm_team_t::read_share(shm_op_t& op, uint64_t epoch, size_t off)
+{
+  const shm_request_t& r = op.req_;
+  const int n = rank_n_;
+  if (off >= r.count) return;
+  const size_t len = std::min(op.chunk_, r.count - off);
+  const size_t item = r.item_size;
+  if ((op.round_ & 1) == 0) {
+    const block_t b = block_of(len, n, rank_me_);
+    if (b.len == 0) return;
+    const size_t at = b.off * item;
+    char* dst = slot(rank_me_, epoch + 1) + at;
+    r.op(slot(0, epoch) + at, slot(1, epoch) + at, dst, b.len);
+    for (int j = 2; j < n; ++j) r.op(dst, slot(j, epoch) + at, dst, b.len);
+    return;
+  }
+  if (r.kind == shm_kind_t::reduce && rank_me_ != r.root) return;
+  char* out = static_cast<char*>(r.out) + off * item;
+  for (int j = 0; j < n; ++j) {
+    const block_t b = block_of(len, n, j);
+    if (b.len)
+      std::memcpy(out + b.off * item, slot(j, epoch) + b.off * item,
+                  b.len * item);
+  }
+}
+
+size_t shm_team_t::chunk_offset(const shm_op_t& op) const
+{
+  return (op.split_ ? op.round_ / 2 : op.round_) * op.chunk_;
+}
+
+bool shm_team_t::needs_all(const shm_op_t& op) const
+{
+  if (op.split_ && (op.round_ & 1) == 0) return true;
+  return op.req_.kind != shm_kind_t::broadcast &&
+         op.req_.kind != shm_kind_t::reduce;
+}
+
 bool shm_team_t::needs(const shm_op_t& op, int j) const
 {
+  // every rank reads a share of every slot in a split reduction's first
+  // round; the second is a reduce's or allreduce's plain read
+  if (op.split_ && (op.round_ & 1) == 0) return true;
   switch (op.req_.kind) {
     case shm_kind_t::broadcast:
       return rank_me_ != op.req_.root && j == op.req_.root;
@@ -462,20 +593,28 @@ int shm_team_t::wait_for(shm_op_t& op, uint64_t e, bool all,
     const int j = op.waiting_;
     if (j == rank_me_ || !(all || needs(op, j))) continue;
     if (ctrl(j)->arrive.load(std::memory_order_acquire) >= e) continue;
-    if (!failed_ || !failed_(failed_ctx_, j)) return 0;
+    const int g = members_[static_cast<size_t>(j)];
+    if (!failed_) return 0;
+    int dead = failed_(failed_ctx_, g) ? g : -1;
+    // hierarchical: a representative that lost a rank of its node during
+    // an earlier stage never publishes the stage this rank waits in
+    for (size_t m = 0; dead < 0 && hierarchical() && m < members_.size(); ++m)
+      if (failed_(failed_ctx_, members_[m])) dead = members_[m];
+    if (dead < 0) return 0;
     result->errorcode = errorcode_t::fatal_peer_failure;
-    result->rank = j;
+    result->rank = dead;
     std::ostringstream os;
-    os << "lci::" << op.req_.call << ": rank " << j
-       << " failed before it joined round " << op.round_
-       << " of the collective: fatal_peer_failure";
+    os << "lci::" << op.req_.call << ": rank " << dead;
+    if (dead == g)
+      os << " failed before it joined round " << op.round_
+         << " of the collective: fatal_peer_failure";
+    else
+      os << " of this node failed: fatal_peer_failure";
     result->error = os.str();
     return -1;
   }
   // broadcast and reduce need only some ranks; the others need every one
-  if (all || (op.req_.kind != shm_kind_t::broadcast &&
-              op.req_.kind != shm_kind_t::reduce))
-    all_seen_ = std::max(all_seen_, e);
+  if (all || needs_all(op)) all_seen_ = std::max(all_seen_, e);
   return 1;
 }
 
@@ -485,13 +624,30 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
   while (op.round_ < op.nrounds_) {
     const uint64_t e = epoch_ + 1;
     if (!op.written_) {
+      // an input that an earlier stage still produces
+      if (!op.gate_.load(std::memory_order_acquire)) return false;
       // slot e % 2 and description e % 2 were last read in round e - 2,
       // by ranks that have all finished it once they published e - 1
       // (usually known already: a round waits for every rank)
       int w = wait_for(op, e - 1, true, result);
       if (w <= 0) return w < 0;
+      desc_t d = describe(op.req_);
+      if (op.fail_rank_ != -1) {
+        // tell the ranks that wait for this one's data, and stop (the
+        // caller has the error of the earlier stage)
+        d.failed = op.fail_rank_;
+        mine->desc[e & 1] = d;
+        mine->arrive.store(e, std::memory_order_release);
+        epoch_ = e;
+        result->errorcode = op.fail_rank_ >= 0 ? errorcode_t::fatal_peer_failure
+                                               : errorcode_t::fatal;
+        result->rank = op.fail_rank_ >= 0 ? op.fail_rank_ : rank_me_;
+        result->error = "lci::" + std::string(op.req_.call) +
+                        ": the point-to-point part failed";
+        return true;
+      }
       write_phase(op, slot(rank_me_, e));
-      mine->desc[e & 1] = describe(op.req_);
+      mine->desc[e & 1] = d;
       mine->arrive.store(e, std::memory_order_release);
       op.written_ = true;
       op.waiting_ = 0;
@@ -505,16 +661,34 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
     for (int j = 0; j < rank_n_; ++j) {
       if (j == rank_me_ || !needs(op, j)) continue;
       const desc_t& d = ctrl(j)->desc[e & 1];
+      const int g = members_[static_cast<size_t>(j)];
+      if (d.failed != -1) {
+        // this node's representative could not get the data
+        std::ostringstream os;
+        os << "lci::" << op.req_.call << ": ";
+        if (d.failed >= 0)
+          os << "rank " << d.failed << " failed (reported by rank " << g
+             << ", this node's representative): fatal_peer_failure";
+        else
+          os << "the point-to-point part between the nodes failed at rank " << g
+             << ", this node's representative (do all ranks pass the "
+             << "same sizes, counts and root?)";
+        result->errorcode = d.failed >= 0 ? errorcode_t::fatal_peer_failure
+                                          : errorcode_t::fatal;
+        result->rank = d.failed >= 0 ? d.failed : g;
+        result->error = os.str();
+        return true;
+      }
       if (d == me) continue;
       std::ostringstream os;
-      os << "lci::" << op.req_.call << ": rank " << j << " called "
+      os << "lci::" << op.req_.call << ": rank " << g << " called "
          << kind_name(d.kind) << " with " << d.bytes << " bytes (item size "
          << d.item_size << ", root " << d.root << ") where this rank called "
          << kind_name(me.kind) << " with " << me.bytes << " bytes (item size "
          << me.item_size << ", root " << me.root
          << ") (do all ranks pass the same sizes, counts and root?)";
       result->errorcode = errorcode_t::fatal;
-      result->rank = j;
+      result->rank = g;
       result->error = os.str();
       return true;
     }

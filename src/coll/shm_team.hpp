@@ -14,6 +14,14 @@
 // Data is copied once into and once out of the segment; a collective larger
 // than a slot runs in several rounds (a pipeline of chunks).
 //
+// When the ranks span several nodes, each node's ranks share a segment of
+// their own and the team is hierarchical: barrier, broadcast, reduce and
+// allreduce run as node-local stages through the segment plus
+// point-to-point between one representative per node (coll_graph.cpp,
+// hier_t); ranks alone on their node have no segment, their node-local
+// stages are local copies. Ranks are then the node's (local) ranks inside
+// the team; errors name the runtime's ranks.
+//
 // The interface is small on purpose: the collective layer (coll_graph.hpp)
 // builds a request from a call's arguments, asks whether the team takes it
 // (`accepts`), starts it, and drives it with `poll` (from its blocking wait
@@ -88,6 +96,19 @@ class shm_op_t
   virtual ~shm_op_t() = default;
   virtual void finish(const shm_result_t& result) = 0;
   virtual void abandon() {}
+  // A stage whose input an earlier stage of a hierarchical collective
+  // produces: the team holds it, and the collectives queued behind it,
+  // until open_gate. open_gate(r) with r >= 0: the earlier stage failed
+  // because rank r did; the stage publishes its round without data, and
+  // every rank that waits for it ends with fatal_peer_failure naming r;
+  // kFailedOther: it failed otherwise (fatal_error).
+  static constexpr int kFailedOther = -2;
+  void close_gate() { gate_.store(false, std::memory_order_relaxed); }
+  void open_gate(int failed_rank)
+  {
+    fail_rank_ = failed_rank;
+    gate_.store(true, std::memory_order_release);
+  }
 
  private:
   friend class shm_team_t;
@@ -95,10 +116,16 @@ class shm_op_t
   size_t chunk_ = 0;  // bytes (broadcast, allgather, alltoall block) or
                       // items (reductions) per round
   uint64_t nrounds_ = 1;
+  // a reduction split into shares: each chunk takes two rounds, the first
+  // reduces this rank's share of every rank's input into its other slot,
+  // the second copies every rank's reduced share out
+  bool split_ = false;
   uint64_t round_ = 0;          // rounds done
   bool written_ = false;        // this round's input is in the slot
   int waiting_ = 0;             // the first rank not seen in this round yet
   std::vector<char> snapshot_;  // the input, when the output overlaps it
+  std::atomic<bool> gate_{true};
+  int fail_rank_ = -1;
 };
 
 class shm_team_t final : public team_base_t
@@ -108,9 +135,11 @@ class shm_team_t final : public team_base_t
   // calls it at runtime allocation (it runs two bootstrap allgathers);
   // returns null on every rank unless all of them opened the segment.
   // `node_local`: every rank runs on this node (the same answer everywhere).
-  static std::unique_ptr<shm_team_t> open(bootstrap::backend_t& boot,
-                                          int rank_me, int rank_n,
-                                          bool node_local);
+  // `nodes`: every rank's node id; one node: the flat team; several: the
+  // hierarchical one (a segment per node of two ranks or more).
+  static std::unique_ptr<shm_team_t> open(
+      bootstrap::backend_t& boot, int rank_me, int rank_n,
+      const std::vector<std::string>& nodes);
   ~shm_team_t();
   shm_team_t(const shm_team_t&) = delete;
   shm_team_t& operator=(const shm_team_t&) = delete;
@@ -133,10 +162,32 @@ class shm_team_t final : public team_base_t
     failed_ctx_ = ctx;
   }
 
+  // the ranks span several nodes: barrier, broadcast, reduce and
+  // allreduce run hierarchically, the other collectives point to point
+  bool hierarchical() const { return leaders_.size() > 1; }
+  // this node's ranks (runtime ranks, ascending; the first is the node's
+  // leader) and this rank's index among them
+  const std::vector<int>& members() const { return members_; }
+  int local_rank() const { return rank_me_; }
+  // the node (0..) of a runtime rank, and each node's leader
+  int node_of(int rank) const { return node_of_[static_cast<size_t>(rank)]; }
+  const std::vector<int>& leaders() const { return leaders_; }
+  // hierarchical collectives this rank ran (introspection for tests)
+  uint64_t hierarchical_runs() const
+  {
+    return hier_runs_.load(std::memory_order_relaxed);
+  }
+  void count_hierarchical()
+  {
+    hier_runs_.fetch_add(1, std::memory_order_relaxed);
+  }
+
  private:
   struct ctrl_t;
   shm_team_t(int rank_me, int rank_n, void* base, size_t bytes,
-             size_t slot_bytes);
+             size_t slot_bytes, size_t split_bytes);
+  // a node of one rank: the stage is a local copy
+  void run_alone(shm_op_t& op);
   ctrl_t* ctrl(int r) const;
   char* slot(int r, uint64_t epoch) const;
   // one step of the head collective: true when it ended
@@ -144,16 +195,29 @@ class shm_team_t final : public team_base_t
   // whether this rank reads rank j's slot (or must see j arrive) in a
   // round of op
   bool needs(const shm_op_t& op, int j) const;
+  // whether it needs every rank in this round of op
+  bool needs_all(const shm_op_t& op) const;
+  // the first chunk unit of op's current round
+  size_t chunk_offset(const shm_op_t& op) const;
+  // a split reduction's round (shm_op_t::split_)
+  void read_share(shm_op_t& op, uint64_t epoch, size_t off);
   // whether every rank (all) or every rank this one needs published round
   // e: 1 yes, 0 not yet, -1 one of them failed (*result says which)
   int wait_for(shm_op_t& op, uint64_t e, bool all, shm_result_t* result);
   void write_phase(shm_op_t& op, char* mine);
   void read_phase(shm_op_t& op, uint64_t epoch);
 
-  int rank_me_, rank_n_;
-  void* base_;
+  int rank_me_, rank_n_;  // within this node
+  std::vector<int> members_;
+  std::vector<int> node_of_;
+  std::vector<int> leaders_;
+  std::atomic<uint64_t> hier_runs_{0};
+  void* base_;  // null for a node of one rank
   size_t bytes_;
   size_t slot_bytes_;
+  // reduce and allreduce of at least this many bytes split the reduction
+  // into per-rank shares (at 3 ranks and more)
+  size_t split_bytes_;
   uint64_t epoch_ = 0;  // rounds this rank completed
   // every rank is known to have published this round (a round that
   // needed every rank saw them all): the next round's check of the

@@ -108,13 +108,11 @@ void setup_runtime(runtime_impl_t* rt)
   init_peer_tracking(rt, procs.data());
   rt->net_context =
       net::alloc_context(rt->attr, rt->rank_me, rt->rank_n, nodes);
-  // the node-local collectives (every rank opens the team or none does)
+  // the node-local collectives, or their hierarchical form across nodes
+  // (every rank opens the team or none does)
   if (rt->attr.coll_shm) {
-    bool node_local =
-        std::all_of(nodes.begin(), nodes.end(),
-                    [&](const std::string& n) { return n == nodes[0]; });
     std::unique_ptr<coll::team_base_t> team = coll::open_node_team(
-        *rt->bootstrap, rt->rank_me, rt->rank_n, node_local,
+        *rt->bootstrap, rt->rank_me, rt->rank_n, nodes,
         [](void* ctx, int r) {
           return peer_is_failed(static_cast<runtime_impl_t*>(ctx), r);
         },

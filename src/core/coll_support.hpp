@@ -30,6 +30,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "lci.hpp"
 
@@ -60,13 +62,12 @@ class team_base_t
 // Opens the node-local team of a runtime (defined by the collective layer,
 // coll/shm_team.cpp). Every rank calls it at runtime allocation, in the
 // same place (it runs bootstrap allgathers); null on every rank unless all
-// of them opened it. `node_local`: every rank runs on this node (the same
-// answer everywhere); `failed(ctx, rank)`: whether a rank is known failed.
-std::unique_ptr<team_base_t> open_node_team(bootstrap::backend_t& boot,
-                                            int rank_me, int rank_n,
-                                            bool node_local,
-                                            bool (*failed)(void*, int),
-                                            void* ctx);
+// of them opened it. `nodes`: every rank's node id (net/node.hpp; the same
+// vector everywhere); `failed(ctx, rank)`: whether a rank is known failed.
+std::unique_ptr<team_base_t> open_node_team(
+    bootstrap::backend_t& boot, int rank_me, int rank_n,
+    const std::vector<std::string>& nodes, bool (*failed)(void*, int),
+    void* ctx);
 
 // A collective call's resources, resolved once.
 struct call_t {

@@ -1,9 +1,9 @@
 // A rank dies during a collective (run with lcrun --keep-going; see
 // coll_failure.sh): every rank runs blocking collectives (--op allreduce:
-// allreduces of one byte added modulo 256, each result checked; --op
-// barrier: barriers), with --algorithm (allreduce: none, direct,
-// recursive_doubling, ring); the victim (the last rank) kills itself with
-// SIGKILL before collective number --kill-at, so the survivors are inside
+// allreduces of --count bytes (default 1) added modulo 256, each result
+// checked; --op barrier: barriers), with --algorithm (allreduce: none,
+// direct, recursive_doubling, ring); the victim (the last rank) kills itself
+// with SIGKILL before collective number --kill-at, so the survivors are inside
 // it. With the point-to-point algorithms at 3 ranks and more, some
 // survivors never exchange a message with the victim in that collective:
 // they must still get the error, never a result that lacks the victim's
@@ -27,6 +27,7 @@
 #include <cstring>
 #include <lci.hpp>
 #include <string>
+#include <vector>
 
 #include "mp_check.hpp"
 
@@ -47,12 +48,15 @@ int main(int argc, char** argv)
   long kill_at = 2000;
   std::string op = "allreduce";
   auto algorithm = lci::allreduce_algorithm_t::none;
+  size_t count = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
     if (a == "--bound") {
       bound = std::atof(v.c_str());
     } else if (a == "--kill-at") {
       kill_at = std::atol(v.c_str());
+    } else if (a == "--count" && std::atol(v.c_str()) > 0) {
+      count = static_cast<size_t>(std::atol(v.c_str()));
     } else if (a == "--op" && (v == "allreduce" || v == "barrier")) {
       op = v;
     } else if (a == "--algorithm") {
@@ -81,10 +85,11 @@ int main(int argc, char** argv)
   const int victim = n - 1;
   const unsigned want = static_cast<unsigned>(n * (n - 1) / 2);
   bool raised = false;
+  std::vector<unsigned char> x(count), y(count);
   for (long i = 0; i <= kill_at && !raised; ++i) {
     if (me == victim && i == kill_at) raise(SIGKILL);
-    auto x = static_cast<unsigned char>(me + i);
-    unsigned char y = 0;
+    for (size_t k = 0; k < count; ++k)
+      x[k] = static_cast<unsigned char>(me + i + k);
     auto t0 = std::chrono::steady_clock::now();
     try {
       if (op == "barrier") {
@@ -92,10 +97,15 @@ int main(int argc, char** argv)
         // a barrier that the victim never entered must not complete
         CHECK(i < kill_at, "barrier %ld completed without the victim", i);
       } else {
-        lci::allreduce_x(&x, &y, 1, 1, &mp::add_bytes).algorithm(algorithm)();
-        CHECK(y == static_cast<unsigned char>(want + n * i),
-              "allreduce %ld: %u where %u was due", i, y,
-              static_cast<unsigned char>(want + n * i));
+        lci::allreduce_x(x.data(), y.data(), count, 1, &mp::add_bytes)
+            .algorithm(algorithm)();
+        for (size_t k = 0; k < count; ++k) {
+          auto due = static_cast<unsigned char>(want + n * (i + k));
+          if (y[k] == due) continue;
+          CHECK(false, "allreduce %ld: byte %zu is %u where %u was due", i, k,
+                y[k], due);
+          break;
+        }
       }
       if (mp::g_failures) {
         // the collectives are out of step from here on: report at once

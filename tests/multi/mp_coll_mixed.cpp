@@ -8,13 +8,15 @@
 // flight on the same device (eager and rendezvous sizes, every byte
 // checked). Guard bytes after every output must stay untouched.
 //
-//   mp_coll_mixed [--ops N] [--seed S] [--expect-team yes|no]
+//   mp_coll_mixed [--ops N] [--seed S] [--expect-team yes|no|hier]
 //                 [--progress-thread 1]
 // --expect-team: whether the runtime must (yes) or must not (no) have the
 // node-local shared-memory team (coll/shm_team.hpp), read from its
-// internals. --progress-thread 1: a second thread calls lci::progress all
-// along, so collectives start on one thread and advance and complete on
-// either. Exit status 0 on success. Run with lcrun -n N (any N >= 1).
+// internals, or must have its hierarchical form (hier: the ranks span
+// nodes) and run collectives through it. --progress-thread 1: a second thread
+// calls lci::progress all along, so collectives start on one thread and advance
+// and complete on either. Exit status 0 on success. Run with lcrun -n N (any N
+// >= 1).
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -279,10 +281,15 @@ int main(int argc, char** argv)
     g_rank = lci::get_rank_me();
     g_n = lci::get_rank_n();
     const int me = g_rank, n = g_n;
+    auto* team = static_cast<lci::coll::shm_team_t*>(
+        lci::get_g_runtime().p_impl->coll_team.get());
     if (!expect_team.empty()) {
-      bool has = lci::get_g_runtime().p_impl->coll_team != nullptr;
-      CHECK(has == (expect_team == "yes"), "the runtime %s the node-local team",
+      bool has = team != nullptr;
+      CHECK(has == (expect_team != "no"), "the runtime %s the node-local team",
             has ? "has" : "lacks");
+      if (team)
+        CHECK(team->hierarchical() == (expect_team == "hier"),
+              "the team is %shierarchical", team->hierarchical() ? "" : "not ");
     }
     std::atomic<bool> stop{false};
     std::thread poller;
@@ -366,6 +373,14 @@ int main(int argc, char** argv)
     stop.store(true);
     if (poller.joinable()) poller.join();
     lci::barrier();
+    if (expect_team == "hier" && team) {
+      CHECK(team->hierarchical_runs() > 0, "no hierarchical collective ran");
+      std::printf(
+          "mp_coll_mixed: rank %d: %llu hierarchical collectives "
+          "(node of %zu ranks)\n",
+          g_rank, static_cast<unsigned long long>(team->hierarchical_runs()),
+          team->members().size());
+    }
     lci::g_runtime_fina();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", g_rank, e.what());
