@@ -166,6 +166,9 @@ RUNS = {
                  "Collectives: large messages through the segment"),
     "hosts": (HOSTS, "d9307e0, 2026-11-27", "multihost_socket_2026-11-27.csv",
               "The native socket backend across two hosts"),
+    "hosts_loaded": (HOSTS, "2a45ac4, 2026-11-27",
+                     "multihost_bandwidth_loaded_2026-11-27.csv",
+                     "Two hosts, large messages on a loaded machine"),
     "capi": (SHM, "02e705f, 2026-11-26", "capi_2026-11-26.csv",
              "Across two hosts"),
     "kmer": (SHM, "02e705f, 2026-11-26", "kmer_2026-11-26.csv",
@@ -242,6 +245,13 @@ ROWS = [
                                   scale=1e-3))
     for label, size in (("1 MiB", MIB), ("4 MiB", 4 * MIB),
                         ("16 MiB", 16 * MIB))
+] + [
+    ("hosts_loaded", "bandwidth send/recv, %s, window 64 (loaded machine)"
+     % label, "GB/s", False, 3,
+     lambda f, size=size: results(f, "bandwidth", size, MPIS, False, False,
+                                  scale=1e-3))
+    for label, size in (("8 MiB", 8 * MIB), ("16 MiB", 16 * MIB),
+                        ("32 MiB", 32 * MIB))
 ] + [
     ("capi", "C interface: 8 B active-message round trips, against the C++ "
      "interface", "M round trips/s", False, 2,
