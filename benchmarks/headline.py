@@ -169,8 +169,8 @@ RUNS = {
     "hosts_loaded": (HOSTS, "2a45ac4, 2026-11-27",
                      "multihost_bandwidth_loaded_2026-11-27.csv",
                      "Two hosts, large messages on a loaded machine"),
-    "capi": (SHM, "02e705f, 2026-11-26", "capi_2026-11-26.csv",
-             "Across two hosts"),
+    "capi": (SHM, "704f916, 2026-11-27", "capi_2026-11-27.csv",
+             "The day's branches merged"),
     "kmer": (SHM, "02e705f, 2026-11-26", "kmer_2026-11-26.csv",
              "Across two hosts"),
 }
