@@ -157,6 +157,13 @@ def gen_op(o):
     for a in attrs:
         out.append("  %s&& %s(%s v) { %s_.set(v); return std::move(*this); }\n"
                    % (x, a.name, ref_type(a.type), a.name))
+        if is_enum(a):
+            # the value by name, as LCI_ATTR_<NAME> spells it
+            out.append("  %s&& %s(const std::string& name) {\n"
+                       "    %s_.set(detail::parse_%s(name.c_str(), "
+                       "\"%s: %s\"));\n"
+                       "    return std::move(*this);\n  }\n"
+                       % (x, a.name, a.name, a.type[:-2], o.name, a.name))
     # call
     if o.sugar:
         base = op_by_name(o.sugar[0])
@@ -276,6 +283,12 @@ def gen_hpp():
         out.append("// the value named `name`; else fatal_error naming `call`\n"
                    "%s parse_%s(const char* name, const char* call);\n"
                    % (t, t[:-2]))
+    for r in spec.RESOURCES:
+        if any(is_enum(a) for a in r.attrs):
+            out.append("// fatal_error naming `call` when an enum attribute "
+                       "holds no value of its type\n"
+                       "void check_%s_enums(const %s_attr_t& attr, "
+                       "const char* call);\n" % (r.name, r.name))
     out.append("}  // namespace detail\n\n")
     for n in HANDLES:
         out.append(gen_handle(resource(n)))
@@ -328,12 +341,27 @@ def gen_cpp():
     for t, choices in enum_attrs().items():
         out.append("%s parse_%s(const char* name, const char* call)\n{\n"
                    % (t, t[:-2]))
-        for c in choices:
+        names = [(c, c) for c in choices] + sorted(
+            spec.ENUM_ALIASES.get(t, {}).items())
+        for n, c in names:
             out.append('  if (name && std::strcmp(name, "%s") == 0) '
-                       "return %s::%s;\n" % (c, t, c))
+                       "return %s::%s;\n" % (n, t, c))
         out.append('  util::throw_fatal(call, ": \\"", name ? name : "(null)",'
                    '\n                    "\\" is not one of %s");\n}\n\n'
                    % ", ".join(choices))
+    for r in spec.RESOURCES:
+        enums = [a for a in r.attrs if is_enum(a)]
+        if not enums:
+            continue
+        out.append("void check_%s_enums(const %s_attr_t& attr, "
+                   "const char* call)\n{\n" % (r.name, r.name))
+        for a in enums:
+            out.append('  if (std::strcmp(get_%s_str(attr.%s), "unknown") == 0)\n'
+                       '    util::throw_fatal(call, ": %s ", '
+                       "static_cast<int>(attr.%s),\n"
+                       '                      " is not a value of %s");\n'
+                       % (a.type[:-2], a.name, a.name, a.name, a.type))
+        out.append("}\n\n")
     out.append("}  // namespace detail\n\n")
     for t, choices in enum_attrs().items():
         out.append("const char* get_%s_str(%s value)\n{\n  switch (value) {\n"

@@ -131,13 +131,23 @@ RESOURCES = [
         attr("bool", "ibv_force_gid_auto_select", False,
              "ibv backend: select the GID automatically even when "
              "ibv_gid_idx names one"),
-        attr("std::string", "ibv_odp_strategy", "none",
+        attr("attr_ibv_odp_strategy_t", "ibv_odp_strategy", "none",
              "ibv backend: on-demand paging of registrations: none (pinned "
              "registrations), explicit_odp (each registration on demand), "
              "implicit_odp (one registration of the whole address space); "
              "a strategy the device does not report falls back to none "
              "(logged at level info)",
              choices=["none", "explicit_odp", "implicit_odp"]),
+        attr("attr_ibv_prefetch_strategy_t", "ibv_prefetch_strategy", "none",
+             "ibv backend, with on-demand paging (ibv_odp_strategy "
+             "explicit_odp): after each new registration, ask the adapter to "
+             "map its pages at once rather than on first access "
+             "(ibv_advise_mr): prefetch (for reading), prefetch_write (for "
+             "writing), prefetch_no_fault (only the pages already present), "
+             "none (no request); a device that refuses the request works on "
+             "without it (logged at level info)",
+             choices=["none", "prefetch", "prefetch_write",
+                      "prefetch_no_fault"]),
         attr("size_t", "ibv_lazy_connect_threshold", 256,
              "ibv backend: in jobs of more ranks than this, a queue pair "
              "is made ready to send (RTS) on its first send rather than "
@@ -247,7 +257,7 @@ RESOURCES = [
              "layer)"),
         attr("size_t", "net_max_cqes", 8192,
              "completion queue size of the device"),
-        attr("std::string", "ibv_td_strategy", "per_qp",
+        attr("attr_ibv_td_strategy_t", "ibv_td_strategy", "per_qp",
              "ibv backend: thread domains of the device's queue pairs: "
              "per_qp (one per queue pair, and a try-lock per queue pair), "
              "all_qp (one for all, one try-lock for all; best when each "
@@ -269,14 +279,23 @@ RESOURCES = [
              "is ready"),
     ], "synchronizer completion object"),
     Resource("cq", [
-        attr("std::string", "cq_type", "lcrq",
+        attr("attr_cq_type_t", "cq_type", "lcrq",
              "completion queue implementation: lcrq (unbounded, lock-free "
-             "ring segments) or array (bounded fetch-and-add array of "
-             "default_length entries)", choices=["lcrq", "array"]),
+             "ring segments) or array_atomic (bounded fetch-and-add array of "
+             "default_length entries; LCI_ATTR_CQ_TYPE and the C interface "
+             "also take its short name array)",
+             choices=["array_atomic", "lcrq"]),
         attr("size_t", "default_length", 8192,
              "capacity of an array queue; segment length of an lcrq queue"),
     ], "completion queue"),
 ]
+
+# Other names an enum attribute's parser (LCI_ATTR_<NAME>, the C interface)
+# takes for a value: this library's own earlier spelling beside upstream
+# LCI 2's value name.
+ENUM_ALIASES = {
+    "attr_cq_type_t": {"array": "array_atomic"},
+}
 
 RT = opt("runtime_t", "runtime", "runtime_t()")
 DEV = opt("device_t", "device", "device_t()")

@@ -153,10 +153,9 @@ cq_impl_t* make_cq(const cq_attr_t& attr)
   if (attr.default_length > (size_t(1) << 30))
     util::throw_fatal("alloc_cq: default_length ", attr.default_length,
                       " is larger than 2^30");
-  if (attr.cq_type == "array") return new array_cq_t(attr);
-  if (attr.cq_type == "lcrq") return new lcrq_cq_t(attr);
-  util::throw_fatal("alloc_cq: cq_type \"", attr.cq_type,
-                    "\" is not one of: lcrq, array");
+  detail::check_cq_enums(attr, "alloc_cq");
+  if (attr.cq_type == attr_cq_type_t::array_atomic) return new array_cq_t(attr);
+  return new lcrq_cq_t(attr);
 }
 
 }  // namespace lci

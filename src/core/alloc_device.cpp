@@ -86,6 +86,7 @@ device_t alloc_device_x::call_impl(runtime_t runtime, packet_pool_t packet_pool,
                                    const device_attr_t& attr)
 {
   runtime_impl_t* rt = resolve_runtime(runtime, "alloc_device");
+  detail::check_device_enums(attr, "alloc_device");
   if (!net_context.is_empty()) {
     globals::net_contexts().check(net_context.p_impl, "alloc_device",
                                   "net context");

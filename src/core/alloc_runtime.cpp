@@ -185,6 +185,7 @@ void setup_runtime(runtime_impl_t* rt)
 
 runtime_t alloc_runtime_x::call_impl(const runtime_attr_t& attr)
 {
+  detail::check_runtime_enums(attr, "alloc_runtime");
   auto* rt = new runtime_impl_t(attr);
   try {
     setup_runtime(rt);

@@ -172,8 +172,9 @@ def generator(spec_dir):
         expect("lci_graph_add_node_zz_probe" not in h,
                "only a posting call has a graph-node form")
         expect("lci_zz_alloc_probe_args_t" in h and
-               "if (args->cq_type != nullptr) x.cq_type(args->cq_type);"
-               in cpp, "an allocating op takes its resource's attributes")
+               "if (args->cq_type != nullptr) x.cq_type("
+               "lci::detail::parse_attr_cq_type(args->cq_type, "
+               "\"lci_zz_alloc_probe\"));" in cpp, "an allocating op takes its resource's attributes")
         # a resource with a handle: typedef, conversions, getters, and
         # operations taking it
         spec.RESOURCES.append(spec.Resource("zz_widget", [

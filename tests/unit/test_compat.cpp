@@ -544,6 +544,96 @@ TEST(Compat, RdvProtocolEnum)
   EXPECT_THAT(msg, HasSubstr("not a value of attr_rdv_protocol_t"));
 }
 
+// The ibverbs settings and the completion queue's type are upstream's enum
+// types (attr_cq_type_t, attr_ibv_odp_strategy_t,
+// attr_ibv_prefetch_strategy_t, attr_ibv_td_strategy_t) with its values;
+// the environment and a setter's string form name a value (cq_type also by
+// this library's short name, array); a value out of range is refused.
+TEST(Compat, AttributeEnums)
+{
+  using lci::attr_cq_type_t;
+  using lci::attr_ibv_odp_strategy_t;
+  using lci::attr_ibv_prefetch_strategy_t;
+  using lci::attr_ibv_td_strategy_t;
+  // upstream's order of values
+  EXPECT_EQ(static_cast<int>(attr_cq_type_t::array_atomic), 0);
+  EXPECT_EQ(static_cast<int>(attr_cq_type_t::lcrq), 1);
+  EXPECT_EQ(static_cast<int>(attr_ibv_prefetch_strategy_t::prefetch_no_fault),
+            3);
+  EXPECT_EQ(static_cast<int>(attr_ibv_td_strategy_t::per_qp), 2);
+  EXPECT_STREQ(
+      lci::get_attr_ibv_odp_strategy_str(attr_ibv_odp_strategy_t::implicit_odp),
+      "implicit_odp");
+  lci::global_attr_t g = lci::get_g_default_attr();
+  EXPECT_EQ(g.cq_type, attr_cq_type_t::lcrq);
+  EXPECT_EQ(g.ibv_odp_strategy, attr_ibv_odp_strategy_t::none);
+  EXPECT_EQ(g.ibv_prefetch_strategy, attr_ibv_prefetch_strategy_t::none);
+  EXPECT_EQ(g.ibv_td_strategy, attr_ibv_td_strategy_t::per_qp);
+  for (const char* name : {"array", "array_atomic"}) {
+    lci_test::env_guard_t env("LCI_ATTR_CQ_TYPE", name);
+    EXPECT_EQ(lci::get_g_default_attr().cq_type, attr_cq_type_t::array_atomic)
+        << name;
+  }
+  {
+    lci_test::env_guard_t env("LCI_ATTR_IBV_PREFETCH_STRATEGY",
+                              "prefetch_write");
+    EXPECT_EQ(lci::get_g_default_attr().ibv_prefetch_strategy,
+              attr_ibv_prefetch_strategy_t::prefetch_write);
+  }
+  {
+    lci_test::env_guard_t env("LCI_ATTR_IBV_TD_STRATEGY", "per_cq");
+    EXPECT_THAT(fatal_message([] { lci::get_g_default_attr(); }),
+                HasSubstr("\"per_cq\" is not one of none, all_qp, per_qp"));
+  }
+
+  lci::runtime_t rt =
+      lci::alloc_runtime_x()
+          .ibv_odp_strategy(attr_ibv_odp_strategy_t::explicit_odp)
+          .ibv_prefetch_strategy(attr_ibv_prefetch_strategy_t::prefetch)();
+  EXPECT_EQ(rt.get_attr_ibv_odp_strategy(),
+            attr_ibv_odp_strategy_t::explicit_odp);
+  EXPECT_EQ(rt.get_attr_ibv_prefetch_strategy(),
+            attr_ibv_prefetch_strategy_t::prefetch);
+  lci::device_t dev = lci::alloc_device_x().runtime(rt).ibv_td_strategy(
+      attr_ibv_td_strategy_t::all_qp)();
+  EXPECT_EQ(dev.get_attr_ibv_td_strategy(), attr_ibv_td_strategy_t::all_qp);
+  lci::free_device_x(&dev).runtime(rt)();
+  // the string form of a setter
+  dev = lci::alloc_device_x().runtime(rt).ibv_td_strategy("none")();
+  EXPECT_EQ(dev.get_attr_ibv_td_strategy(), attr_ibv_td_strategy_t::none);
+  lci::free_device_x(&dev).runtime(rt)();
+  EXPECT_THAT(fatal_message([&] {
+                lci::alloc_device_x().runtime(rt).ibv_td_strategy(
+                    static_cast<attr_ibv_td_strategy_t>(7))();
+              }),
+              HasSubstr("ibv_td_strategy 7 is not a value of "
+                        "attr_ibv_td_strategy_t"));
+  // both queue types, by enum and by name, carry a completion
+  for (attr_cq_type_t type :
+       {attr_cq_type_t::array_atomic, attr_cq_type_t::lcrq}) {
+    lci::comp_t cq = lci::alloc_cq_x().runtime(rt).cq_type(type)();
+    lci::comp_signal(cq, lci::status_t(lci::errorcode_t::done));
+    EXPECT_TRUE(lci::cq_pop(cq).is_done());
+    lci::free_comp(&cq);
+  }
+  lci::comp_t cq = lci::alloc_cq_x().runtime(rt).cq_type("array")();
+  lci::free_comp(&cq);
+  EXPECT_THAT(
+      fatal_message([&] {
+        lci::alloc_cq_x().runtime(rt).cq_type(static_cast<attr_cq_type_t>(5))();
+      }),
+      HasSubstr("cq_type 5 is not a value of attr_cq_type_t"));
+  EXPECT_THAT(fatal_message([&] { lci::alloc_cq_x().cq_type("ring"); }),
+              HasSubstr("alloc_cq: cq_type: \"ring\" is not one of "
+                        "array_atomic, lcrq"));
+  EXPECT_THAT(fatal_message([] {
+                lci::alloc_runtime_x().ibv_prefetch_strategy(
+                    static_cast<attr_ibv_prefetch_strategy_t>(9))();
+              }),
+              HasSubstr("is not a value of attr_ibv_prefetch_strategy_t"));
+  lci::free_runtime(&rt);
+}
+
 // get_g_default_attr / set_g_default_attr: the defaults of every later
 // allocation, until the last global_finalize forgets them.
 TEST(Compat, GlobalDefaultAttributes)

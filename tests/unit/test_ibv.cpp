@@ -112,6 +112,16 @@ struct self_t {
   std::unique_ptr<lci::net::net_device_t> dev;
 };
 
+// the fake verbs layer (under fake_env_t); null, with a test failure
+// saying why, when it does not open
+std::unique_ptr<ibv::verbs_t> open_fake_verbs()
+{
+  std::string why;
+  auto v = ibv::open_verbs(ibv::open_attr_t{}, &why);
+  EXPECT_TRUE(v) << why;
+  return v;
+}
+
 }  // namespace
 
 TEST(IbvImm, NetworkByteOrderRoundTrip)
@@ -132,7 +142,7 @@ TEST(IbvImm, NetworkByteOrderRoundTrip)
 
 TEST(IbvLockPolicy, GranularityFollowsTheThreadDomainStrategy)
 {
-  ibv::qp_locks_t per(ibv::parse_td_strategy("per_qp"), 3);
+  ibv::qp_locks_t per(lci::attr_ibv_td_strategy_t::per_qp, 3);
   EXPECT_NE(&per.of(0), &per.of(1));
   EXPECT_NE(&per.of(1), &per.of(2));
   EXPECT_EQ(per.thread_domains(), 3);
@@ -142,7 +152,7 @@ TEST(IbvLockPolicy, GranularityFollowsTheThreadDomainStrategy)
   per.of(1).unlock();
   per.of(0).unlock();
   for (const char* s : {"all_qp", "none"}) {
-    ibv::qp_locks_t one(ibv::parse_td_strategy(s), 3);
+    ibv::qp_locks_t one(lci::detail::parse_attr_ibv_td_strategy(s, "test"), 3);
     EXPECT_EQ(&one.of(0), &one.of(2)) << s;
     ASSERT_TRUE(one.of(0).try_lock());
     EXPECT_FALSE(one.of(2).try_lock()) << s;
@@ -151,8 +161,8 @@ TEST(IbvLockPolicy, GranularityFollowsTheThreadDomainStrategy)
   EXPECT_EQ(ibv::qp_locks_t(ibv::td_strategy_t::all_qp, 3).thread_domains(), 1);
   EXPECT_EQ(ibv::qp_locks_t(ibv::td_strategy_t::none, 3).thread_domains(), 0);
   EXPECT_NE(fatal_of([] {
-              ibv::parse_td_strategy("per_cq");
-            }).find("ibv_td_strategy 'per_cq' is not one of"),
+              lci::detail::parse_attr_ibv_td_strategy("per_cq", "test");
+            }).find("\"per_cq\" is not one of none, all_qp, per_qp"),
             std::string::npos);
 }
 
@@ -350,7 +360,7 @@ TEST(IbvDevice, ThreadDomainStrategies)
 {
   for (const char* td : {"per_qp", "all_qp", "none"}) {
     lci::device_attr_t da = device_attr();
-    da.ibv_td_strategy = td;
+    da.ibv_td_strategy = lci::detail::parse_attr_ibv_td_strategy(td, "test");
     self_t s(runtime_attr(), da);
     alignas(64) static char buf[64];
     pool_region_t pool(buf, sizeof(buf));
@@ -363,9 +373,8 @@ TEST(IbvDevice, ThreadDomainStrategies)
 TEST(IbvRegCache, SharesLiveRegistrationsAndKeepsBufferOnes)
 {
   fake_env_t env;
-  std::string why;
-  auto v = ibv::open_verbs(ibv::open_attr_t{}, &why);
-  ASSERT_TRUE(v) << why;
+  auto v = open_fake_verbs();
+  ASSERT_TRUE(v);
   alignas(4096) static char region[1 << 16];
   {
     ibv::reg_cache_t c(v.get(), true, false, nullptr);
@@ -515,6 +524,53 @@ struct pool_case_t {
 };
 
 }  // namespace
+
+// ibv_prefetch_strategy: each new registration with on-demand paging
+// (explicit: its own; implicit: the range of each user registration) asks
+// the adapter to map its pages; pinned registrations and shared ones ask
+// nothing.
+TEST(IbvRegCache, PrefetchesOnDemandRegistrations)
+{
+  fake_env_t env;
+  auto v = open_fake_verbs();
+  ASSERT_TRUE(v);
+  alignas(4096) static char region[1 << 16];
+  using lci::attr_ibv_prefetch_strategy_t;
+  {
+    ibv::reg_cache_t c(v.get(), true, true, nullptr,
+                       attr_ibv_prefetch_strategy_t::prefetch_write);
+    const auto* a = c.acquire(region, sizeof(region), "t");
+    EXPECT_EQ(c.prefetches(), 1u);
+    const auto* b = c.acquire(region + 64, 64, "t");  // shared: no request
+    EXPECT_EQ(c.prefetches(), 1u);
+    c.release(b);
+    c.release(a);
+  }
+  {
+    ibv::reg_cache_t c(v.get(), true, true, nullptr,
+                       attr_ibv_prefetch_strategy_t::none);
+    c.release(c.acquire(region, sizeof(region), "t"));
+    EXPECT_EQ(c.prefetches(), 0u);
+  }
+  {
+    ibv::reg_cache_t c(v.get(), true, false, nullptr,
+                       attr_ibv_prefetch_strategy_t::prefetch);  // pinned
+    c.release(c.acquire(region, sizeof(region), "t"));
+    EXPECT_EQ(c.prefetches(), 0u);
+  }
+  {
+    ibv::mr_t all = v->reg_mr(nullptr, SIZE_MAX, true);
+    ASSERT_NE(all.handle, nullptr);
+    {
+      ibv::reg_cache_t c(v.get(), true, false, &all,
+                         attr_ibv_prefetch_strategy_t::prefetch_no_fault);
+      c.release(c.acquire(region, 4096, "t"));
+      c.release(c.acquire(region + 4096, 4096, "t"));
+      EXPECT_EQ(c.prefetches(), 2u);
+    }
+    v->dereg_mr(all);
+  }
+}
 
 // The fake in check mode notices an access through a registration whose
 // pages were replaced (the hazard a pinned registration kept past its

@@ -53,22 +53,24 @@ ibv_context_t::ibv_context_t(const runtime_attr_t& attr, int rank_me,
                       ". Choose another backend (LCI_ATTR_BACKEND=ofi, shm "
                       "or auto)");
   const port_t& p = verbs_->port();
-  const std::string& odp = attr.ibv_odp_strategy;
+  const attr_ibv_odp_strategy_t odp = attr.ibv_odp_strategy;
   bool explicit_odp = false;
   const mr_t* implicit = nullptr;
-  if (odp == "implicit_odp" && p.odp_implicit) {
+  if (odp == attr_ibv_odp_strategy_t::implicit_odp && p.odp_implicit) {
     implicit_ = verbs_->reg_mr(nullptr, SIZE_MAX, true);
     if (implicit_.handle) implicit = &implicit_;
-  } else if (odp == "explicit_odp" && p.odp_explicit) {
+  } else if (odp == attr_ibv_odp_strategy_t::explicit_odp && p.odp_explicit) {
     explicit_odp = true;
   }
-  if (odp != "none" && !implicit && !explicit_odp) {
-    LCI_LOG(info, "ibv backend: ", p.device, " offers no ", odp,
+  if (odp != attr_ibv_odp_strategy_t::none && !implicit && !explicit_odp) {
+    LCI_LOG(info, "ibv backend: ", p.device, " offers no ",
+            get_attr_ibv_odp_strategy_str(odp),
             " for RC: pinned registrations (ibv_odp_strategy none)");
   }
   if (p.pins_memory && !implicit && !explicit_odp) check_memlock(attr);
   cache_ = std::make_unique<reg_cache_t>(verbs_.get(), attr.ibv_reg_cache,
-                                         explicit_odp, implicit);
+                                         explicit_odp, implicit,
+                                         attr.ibv_prefetch_strategy);
   caps_.backend = "ibv";
   caps_.provider = p.device + ":" + std::to_string(p.port);
   caps_.max_inject_size = p.max_inline;

@@ -44,7 +44,7 @@ ibv_device_t::ibv_device_t(ibv_context_t& ctx, const device_attr_t& attr)
       rank_me_(ctx.rank_me()),
       rank_n_(ctx.rank_n()),
       lazy_(ctx.lazy()),
-      locks_(parse_td_strategy(attr.ibv_td_strategy), ctx.rank_n()),
+      locks_(attr.ibv_td_strategy, ctx.rank_n()),
       qps_(ctx.verbs())
 {
   const port_t& p = v_->port();

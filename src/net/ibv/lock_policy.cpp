@@ -5,15 +5,6 @@
 namespace lci::net::ibv
 {
 
-td_strategy_t parse_td_strategy(const std::string& name)
-{
-  if (name == "none") return td_strategy_t::none;
-  if (name == "all_qp") return td_strategy_t::all_qp;
-  if (name == "per_qp") return td_strategy_t::per_qp;
-  util::throw_fatal("alloc_device: ibv_td_strategy '", name,
-                    "' is not one of none, all_qp, per_qp");
-}
-
 qp_locks_t::qp_locks_t(td_strategy_t s, int nqp) : s_(s), n_(nqp)
 {
   if (s == td_strategy_t::per_qp)

@@ -9,17 +9,14 @@
 #define LCI_NET_IBV_LOCK_POLICY_HPP
 
 #include <memory>
-#include <string>
 
+#include "lci.hpp"
 #include "util/spinlock.hpp"
 
 namespace lci::net::ibv
 {
 
-enum class td_strategy_t { none, all_qp, per_qp };
-
-// "none", "all_qp" or "per_qp"; else fatal_error naming the attribute.
-td_strategy_t parse_td_strategy(const std::string& name);
+using td_strategy_t = attr_ibv_td_strategy_t;
 
 class qp_locks_t
 {

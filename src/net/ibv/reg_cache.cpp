@@ -7,12 +7,14 @@
 #include <vector>
 
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 namespace lci::net::ibv
 {
 
-reg_cache_t::reg_cache_t(verbs_t* v, bool share, bool odp, const mr_t* implicit)
-    : v_(v), share_(share), odp_(odp), implicit_(implicit)
+reg_cache_t::reg_cache_t(verbs_t* v, bool share, bool odp, const mr_t* implicit,
+                         attr_ibv_prefetch_strategy_t prefetch)
+    : v_(v), share_(share), odp_(odp), implicit_(implicit), prefetch_(prefetch)
 {
   if (!implicit_) add_region_listener(this);
 }
@@ -64,6 +66,26 @@ mr_t reg_cache_t::reg(void* buf, size_t size, const char* call)
                     " bytes at ", buf, ": ", std::strerror(e));
 }
 
+void reg_cache_t::prefetch(const mr_t& mr, void* buf, size_t size)
+{
+  if (prefetch_ == attr_ibv_prefetch_strategy_t::none || size == 0 ||
+      (!odp_ && !implicit_) || prefetch_refused_.load())
+    return;
+  const int advice = prefetch_ == attr_ibv_prefetch_strategy_t::prefetch ? 0
+                     : prefetch_ == attr_ibv_prefetch_strategy_t::prefetch_write
+                         ? 1
+                         : 2;
+  const int rc = v_->prefetch_mr(mr, buf, size, advice);
+  if (rc == 0) {
+    nprefetch_.fetch_add(1, std::memory_order_relaxed);
+  } else if (!prefetch_refused_.exchange(true)) {
+    // a hint only: the pages still come on demand
+    LCI_LOG(info, "ibv backend: the device refuses ibv_prefetch_strategy ",
+            get_attr_ibv_prefetch_strategy_str(prefetch_), " (",
+            std::strerror(rc), "): pages are mapped on first access");
+  }
+}
+
 const reg_cache_t::entry_t* reg_cache_t::acquire(void* buf, size_t size,
                                                  const char* call)
 {
@@ -71,6 +93,7 @@ const reg_cache_t::entry_t* reg_cache_t::acquire(void* buf, size_t size,
   if (implicit_) {
     // one registration for everything: a handle per user all the same, so
     // release stays uniform
+    prefetch(*implicit_, buf, size);
     return new entry_t{a, a + size, *implicit_, 1, 0};
   }
   if (share_) {
@@ -81,6 +104,7 @@ const reg_cache_t::entry_t* reg_cache_t::acquire(void* buf, size_t size,
     }
   }
   mr_t mr = reg(buf, size, call);
+  prefetch(mr, buf, size);
   auto* e = new entry_t{a, a + size, mr, 1, 0};
   util::spin_guard_t g(lock_);
   by_start_.emplace(a, e);

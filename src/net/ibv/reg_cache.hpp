@@ -18,10 +18,12 @@
 #ifndef LCI_NET_IBV_REG_CACHE_HPP
 #define LCI_NET_IBV_REG_CACHE_HPP
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 
+#include "lci.hpp"
 #include "net/ibv/verbs.hpp"
 #include "net/regions.hpp"
 #include "util/spinlock.hpp"
@@ -39,8 +41,12 @@ class reg_cache_t final : public region_listener_t
     uint64_t region;  // a packet pool region's registration (0: a user's)
   };
 
-  // `share`: the attribute ibv_reg_cache; `odp`: explicit on-demand paging.
-  reg_cache_t(verbs_t* v, bool share, bool odp, const mr_t* implicit);
+  // `share`: the attribute ibv_reg_cache; `odp`: explicit on-demand paging;
+  // `prefetch`: the attribute ibv_prefetch_strategy, applied to each user
+  // registration with on-demand paging (explicit or implicit).
+  reg_cache_t(verbs_t* v, bool share, bool odp, const mr_t* implicit,
+              attr_ibv_prefetch_strategy_t prefetch =
+                  attr_ibv_prefetch_strategy_t::none);
   ~reg_cache_t() override;
   reg_cache_t(const reg_cache_t&) = delete;
   reg_cache_t& operator=(const reg_cache_t&) = delete;
@@ -57,6 +63,8 @@ class reg_cache_t final : public region_listener_t
   // introspection for tests
   size_t entries();
   uint64_t registrations() const { return nreg_; }
+  // prefetch requests the adapter took
+  uint64_t prefetches() const { return nprefetch_.load(); }
 
  private:
   // a listed registration covering [a, b): a user's one only (`shareable`)
@@ -64,6 +72,7 @@ class reg_cache_t final : public region_listener_t
   // costing a registration
   entry_t* find(uintptr_t a, uintptr_t b, bool shareable, size_t limit = 16);
   mr_t reg(void* buf, size_t size, const char* call);
+  void prefetch(const mr_t& mr, void* buf, size_t size);
   void erase_locked(entry_t* e);
 
   verbs_t* v_;
@@ -74,6 +83,9 @@ class reg_cache_t final : public region_listener_t
   // raw post of a user buffer finds its registration)
   std::multimap<uintptr_t, entry_t*> by_start_;
   uint64_t nreg_ = 0;
+  attr_ibv_prefetch_strategy_t prefetch_;
+  std::atomic<uint64_t> nprefetch_{0};
+  std::atomic<bool> prefetch_refused_{false};
 };
 
 }  // namespace lci::net::ibv

@@ -112,6 +112,11 @@ class verbs_t
   // addr null and len SIZE_MAX with odp: the implicit registration.
   virtual mr_t reg_mr(void* addr, size_t len, bool odp) = 0;
   virtual void dereg_mr(const mr_t& mr) = 0;
+  // Asks the adapter to map the pages of [addr, addr + len) of an
+  // on-demand-paging registration now (ibv_advise_mr): `advice` 0 for
+  // reading, 1 for writing, 2 only the pages present. 0 or an errno.
+  virtual int prefetch_mr(const mr_t& mr, void* addr, size_t len,
+                          int advice) = 0;
 
   virtual void* create_cq(int cqe) = 0;  // null: failed (errno)
   virtual void destroy_cq(void* cq) = 0;

@@ -312,6 +312,19 @@ class fake_verbs_t final : public verbs_t
           0, std::memory_order_release);
   }
 
+  // the range must lie in the live registration, as the adapter checks
+  int prefetch_mr(const mr_t& mr, void* addr, size_t len, int advice) override
+  {
+    const auto* e = static_cast<const mr_entry_t*>(mr.handle);
+    const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+    if (!e || advice < 0 || advice > 2 ||
+        e->rkey.load(std::memory_order_acquire) != mr.rkey)
+      return EINVAL;
+    if (e->len != SIZE_MAX && (a < e->addr || len > e->len - (a - e->addr)))
+      return EINVAL;
+    return 0;
+  }
+
   void* create_cq(int) override { return new fake_cq_t; }
   void destroy_cq(void* cq) override { delete static_cast<fake_cq_t*>(cq); }
   void* create_srq(int max_wr) override

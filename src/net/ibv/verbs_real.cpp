@@ -2,6 +2,7 @@
 // hardware in this project's tests: only its "no device" path runs here.
 #include <infiniband/verbs.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -188,6 +189,25 @@ class real_verbs_t final : public verbs_t
   void dereg_mr(const mr_t& mr) override
   {
     if (mr.handle) ibv_dereg_mr(static_cast<ibv_mr*>(mr.handle));
+  }
+
+  int prefetch_mr(const mr_t& mr, void* addr, size_t len, int advice) override
+  {
+    static const ibv_advise_mr_advice kAdvice[] = {
+        IBV_ADVISE_MR_ADVICE_PREFETCH, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+        IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT};
+    // an sge holds at most 4 GiB - 1: one request per such piece
+    constexpr size_t kPiece = size_t(1) << 30;
+    char* p = static_cast<char*>(addr);
+    for (size_t off = 0; off < len; off += kPiece) {
+      ibv_sge sge{};
+      sge.addr = reinterpret_cast<uintptr_t>(p + off);
+      sge.length = static_cast<uint32_t>(std::min(kPiece, len - off));
+      sge.lkey = mr.lkey;
+      const int rc = ibv_advise_mr(pd_, kAdvice[advice], 0, &sge, 1);
+      if (rc != 0) return rc;
+    }
+    return 0;
   }
 
   void* create_cq(int cqe) override

@@ -197,9 +197,32 @@ CHECK(lci::attr_rdv_protocol_t::writeimm);
 // attr_matching_engine_type_t
 // attr_comp_type_t
 // attr_cq_type_t
+CHECK(lci::attr_cq_type_t::array_atomic);
+CHECK(lci::attr_cq_type_t::lcrq);
+CHECK(lci::alloc_cq_x().cq_type(D<lci::attr_cq_type_t>()));
+RETURNS(lci::attr_cq_type_t, D<lci::global_attr_t&>().cq_type);
 // attr_ibv_odp_strategy_t
+CHECK(lci::attr_ibv_odp_strategy_t::none);
+CHECK(lci::attr_ibv_odp_strategy_t::explicit_odp);
+CHECK(lci::attr_ibv_odp_strategy_t::implicit_odp);
+RETURNS(lci::attr_ibv_odp_strategy_t,
+        D<lci::global_attr_t&>().ibv_odp_strategy);
 // attr_ibv_prefetch_strategy_t
+CHECK(lci::attr_ibv_prefetch_strategy_t::none);
+CHECK(lci::attr_ibv_prefetch_strategy_t::prefetch);
+CHECK(lci::attr_ibv_prefetch_strategy_t::prefetch_write);
+CHECK(lci::attr_ibv_prefetch_strategy_t::prefetch_no_fault);
+RETURNS(lci::attr_ibv_prefetch_strategy_t,
+        D<lci::global_attr_t&>().ibv_prefetch_strategy);
 // attr_ibv_td_strategy_t
+CHECK(lci::attr_ibv_td_strategy_t::none);
+CHECK(lci::attr_ibv_td_strategy_t::all_qp);
+CHECK(lci::attr_ibv_td_strategy_t::per_qp);
+RETURNS(lci::attr_ibv_td_strategy_t, D<lci::global_attr_t&>().ibv_td_strategy);
+RETURNS(lci::attr_ibv_td_strategy_t, D<lci::device_attr_t&>().ibv_td_strategy);
+RETURNS(lci::attr_ibv_td_strategy_t,
+        D<const lci::device_t&>().get_attr_ibv_td_strategy());
+CHECK(lci::alloc_device_x().ibv_td_strategy(D<lci::attr_ibv_td_strategy_t>()));
 // lci.hpp's hand-written part: names and types
 CHECK(D<const lci::peer_failure_error&>().failed_rank());
 CHECK(lci::peer_failure_error(D<int>(), D<const std::string&>()));
@@ -826,37 +849,23 @@ struct not_provided_t {
   const char* reason;
 };
 [[maybe_unused]] const not_provided_t kNotProvided[] = {
-    {"alloc_device_x::ibv_td_strategy "
-     "alloc_net_context_x::ibv_force_gid_auto_select "
+    {"alloc_net_context_x::ibv_force_gid_auto_select "
      "alloc_net_context_x::ibv_gid_idx alloc_net_context_x::ibv_odp_strategy "
      "alloc_net_context_x::ibv_prefetch_strategy "
-     "alloc_net_context_x::use_dmabuf attr_backend_t::ibv "
-     "attr_backend_t::ucx attr_ibv_odp_strategy_t::explicit_odp "
-     "attr_ibv_odp_strategy_t::implicit_odp attr_ibv_odp_strategy_t::none "
-     "attr_ibv_prefetch_strategy_t::none "
-     "attr_ibv_prefetch_strategy_t::prefetch "
-     "attr_ibv_prefetch_strategy_t::prefetch_no_fault "
-     "attr_ibv_prefetch_strategy_t::prefetch_write "
-     "attr_ibv_td_strategy_t::all_qp attr_ibv_td_strategy_t::none "
-     "attr_ibv_td_strategy_t::per_qp device_attr_t::ibv_td_strategy "
-     "device_t::get_attr_ibv_td_strategy "
-     ""
-     "global_attr_t::ibv_odp_strategy global_attr_t::ibv_prefetch_strategy "
-     "global_attr_t::ibv_td_strategy global_attr_t::use_dmabuf "
-     "net_context_attr_t::ibv_force_gid_auto_select "
+     "alloc_net_context_x::use_dmabuf attr_backend_t::ibv attr_backend_t::ucx "
+     "global_attr_t::use_dmabuf net_context_attr_t::ibv_force_gid_auto_select "
      "net_context_attr_t::ibv_gid_idx net_context_attr_t::ibv_odp_strategy "
-     "net_context_attr_t::ibv_prefetch_strategy "
-     "net_context_attr_t::use_dmabuf "
+     "net_context_attr_t::ibv_prefetch_strategy net_context_attr_t::use_dmabuf "
      "net_context_t::get_attr_ibv_force_gid_auto_select "
      "net_context_t::get_attr_ibv_gid_idx "
      "net_context_t::get_attr_ibv_odp_strategy "
      "net_context_t::get_attr_ibv_prefetch_strategy "
      "net_context_t::get_attr_use_dmabuf",
-     "ibverbs, UCX and GPU memory settings: this library has no UCX or "
-     "accelerator backend; its ibv backend takes ibv_gid_idx, "
-     "ibv_force_gid_auto_select and ibv_odp_strategy from the runtime and "
-     "ibv_td_strategy from the device, the last two as strings (not "
-     "upstream's enums), and has no prefetch strategy"},
+     "ibverbs, UCX and GPU memory settings of upstream's net context: this "
+     "library has no UCX or accelerator backend, and its ibv backend takes "
+     "ibv_gid_idx, ibv_force_gid_auto_select, ibv_odp_strategy and "
+     "ibv_prefetch_strategy (upstream's enum types) from the runtime, not a "
+     "net context"},
     {"alloc_net_context_x::backend alloc_net_context_x::device_name "
      "alloc_net_context_x::max_inject_size alloc_net_context_x::max_msg_size "
      "alloc_net_context_x::name alloc_net_context_x::ofi_provider_name "
@@ -864,10 +873,10 @@ struct not_provided_t {
      "attr_backend_t::ofi net_context_attr_t::backend "
      "net_context_attr_t::device_name net_context_attr_t::max_inject_size "
      "net_context_attr_t::max_msg_size net_context_attr_t::name "
-     "net_context_attr_t::ofi_provider_name "
-     "net_context_attr_t::support_putimm net_context_attr_t::user_context "
-     "net_context_t::get_attr_backend net_context_t::get_attr_device_name "
-     "net_context_t::get_attr_name net_context_t::get_attr_user_context",
+     "net_context_attr_t::ofi_provider_name net_context_attr_t::support_putimm "
+     "net_context_attr_t::user_context net_context_t::get_attr_backend "
+     "net_context_t::get_attr_device_name net_context_t::get_attr_name "
+     "net_context_t::get_attr_user_context",
      "a net context is a handle on the runtime's one network context "
      "(docs/ARCHITECTURE.md): the backend and its limits are chosen with the "
      "runtime (alloc_runtime_x().backend(name), a string: ofi, shm, hybrid, "
@@ -882,103 +891,78 @@ struct not_provided_t {
      "alloc_packet_pool_x::user_context alloc_runtime_x::name "
      "alloc_runtime_x::user_context alloc_sync_x::name "
      "alloc_sync_x::user_context comp_attr_t::name comp_attr_t::user_context "
-     "comp_t::get_attr_name comp_t::get_attr_user_context "
-     "device_attr_t::name device_attr_t::user_context "
-     "device_t::get_attr_name device_t::get_attr_user_context "
-     "endpoint_attr_t::name endpoint_attr_t::user_context "
-     "endpoint_t::get_attr_name endpoint_t::get_attr_user_context "
-     "g_runtime_init_x::name g_runtime_init_x::user_context "
-     "matching_engine_attr_t::name matching_engine_attr_t::user_context "
-     "matching_engine_t::get_attr_name "
+     "comp_t::get_attr_name comp_t::get_attr_user_context device_attr_t::name "
+     "device_attr_t::user_context device_t::get_attr_name "
+     "device_t::get_attr_user_context endpoint_attr_t::name "
+     "endpoint_attr_t::user_context endpoint_t::get_attr_name "
+     "endpoint_t::get_attr_user_context g_runtime_init_x::name "
+     "g_runtime_init_x::user_context matching_engine_attr_t::name "
+     "matching_engine_attr_t::user_context matching_engine_t::get_attr_name "
      "matching_engine_t::get_attr_user_context mr_attr_t::name "
-     "mr_attr_t::user_context mr_t::get_attr_name "
-     "mr_t::get_attr_user_context packet_pool_attr_t::name "
-     "packet_pool_attr_t::user_context packet_pool_t::get_attr_name "
-     "packet_pool_t::get_attr_user_context runtime_attr_t::name "
-     "runtime_attr_t::user_context runtime_t::get_attr_name "
-     "runtime_t::get_attr_user_context",
+     "mr_attr_t::user_context mr_t::get_attr_name mr_t::get_attr_user_context "
+     "packet_pool_attr_t::name packet_pool_attr_t::user_context "
+     "packet_pool_t::get_attr_name packet_pool_t::get_attr_user_context "
+     "runtime_attr_t::name runtime_attr_t::user_context "
+     "runtime_t::get_attr_name runtime_t::get_attr_user_context",
      "resources carry no name or user_context attribute"},
-    {"LCI_NET_LOCK_ALL LCI_NET_LOCK_MR LCI_NET_TRYLOCK_MAX "
+    {"alloc_device_x::alloc_default_endpoint alloc_device_x::alloc_progress_endpoint alloc_runtime_x::alloc_default_matching_engine g_runtime_init_x::alloc_default_matching_engine global_attr_t::alloc_default_endpoint global_attr_t::alloc_default_matching_engine global_attr_t::alloc_progress_endpoint runtime_attr_t::alloc_default_matching_engine runtime_t::get_attr_alloc_default_matching_engine device_attr_t::alloc_default_endpoint device_attr_t::alloc_progress_endpoint device_t::get_attr_alloc_default_endpoint device_t::get_attr_alloc_progress_endpoint "
+     "LCI_NET_LOCK_ALL LCI_NET_LOCK_MR LCI_NET_TRYLOCK_MAX "
      "LCI_NET_TRYLOCK_POLL LCI_NET_TRYLOCK_RECV LCI_NET_TRYLOCK_SEND "
-     "alloc_cq_x::cq_type alloc_device_x::alloc_default_endpoint "
-     "alloc_device_x::alloc_progress_endpoint "
      "alloc_device_x::net_send_reserved_pct alloc_device_x::ofi_lock_mode "
      "alloc_device_x::shm_consumer_cas_attempts alloc_device_x::shm_enable "
-     "alloc_device_x::shm_max_polls "
-     "alloc_device_x::shm_producer_cas_attempts "
+     "alloc_device_x::shm_max_polls alloc_device_x::shm_producer_cas_attempts "
      "alloc_device_x::shm_ring_size alloc_device_x::shm_slot_size "
      "alloc_device_x::use_reg_cache "
      "alloc_matching_engine_x::matching_engine_type "
-     "alloc_runtime_x::alloc_default_matching_engine "
-     ""
      "alloc_runtime_x::device_name alloc_runtime_x::imm_nbits_rcomp "
-     "alloc_runtime_x::imm_nbits_tag "
-     "alloc_runtime_x::packet_return_threshold allreduce_x::ring_nsteps "
-     "attr_comp_type_t::counter attr_comp_type_t::cq "
+     "alloc_runtime_x::imm_nbits_tag alloc_runtime_x::packet_return_threshold "
+     "allreduce_x::ring_nsteps attr_comp_type_t::counter attr_comp_type_t::cq "
      "attr_comp_type_t::custom attr_comp_type_t::graph "
      "attr_comp_type_t::handler attr_comp_type_t::sync "
-     "attr_cq_type_t::array_atomic attr_cq_type_t::lcrq "
      "attr_matching_engine_type_t::map attr_matching_engine_type_t::queue "
      "attr_net_lock_mode_t broadcast_x::ring_nsteps comp_attr_t::comp_type "
      "comp_attr_t::cq_default_length comp_attr_t::cq_type "
-     "comp_attr_t::sync_threshold comp_attr_t::zero_copy_am "
-     "comp_impl_t::attr comp_impl_t::attr_t comp_t::get_attr_comp_type "
+     "comp_attr_t::sync_threshold comp_attr_t::zero_copy_am comp_impl_t::attr "
+     "comp_impl_t::attr_t comp_t::get_attr_comp_type "
      "comp_t::get_attr_cq_default_length comp_t::get_attr_cq_type "
      "comp_t::get_attr_sync_threshold comp_t::get_attr_zero_copy_am "
-     "device_attr_t::alloc_default_endpoint "
-     "device_attr_t::alloc_progress_endpoint "
      "device_attr_t::net_send_reserved_pct device_attr_t::ofi_lock_mode "
      "device_attr_t::shm_consumer_cas_attempts device_attr_t::shm_enable "
      "device_attr_t::shm_max_polls device_attr_t::shm_producer_cas_attempts "
      "device_attr_t::shm_ring_size device_attr_t::shm_slot_size "
-     "device_attr_t::use_reg_cache device_t::get_attr_alloc_default_endpoint "
-     "device_t::get_attr_alloc_progress_endpoint "
-     "device_t::get_attr_net_send_reserved_pct "
+     "device_attr_t::use_reg_cache device_t::get_attr_net_send_reserved_pct "
      "device_t::get_attr_ofi_lock_mode "
      "device_t::get_attr_shm_consumer_cas_attempts "
      "device_t::get_attr_shm_enable device_t::get_attr_shm_max_polls "
      "device_t::get_attr_shm_producer_cas_attempts "
      "device_t::get_attr_shm_ring_size device_t::get_attr_shm_slot_size "
-     "device_t::get_attr_use_reg_cache "
-     "g_runtime_init_x::alloc_default_matching_engine "
-     ""
-     "g_runtime_init_x::device_name g_runtime_init_x::imm_nbits_rcomp "
-     "g_runtime_init_x::imm_nbits_tag "
+     "device_t::get_attr_use_reg_cache g_runtime_init_x::device_name "
+     "g_runtime_init_x::imm_nbits_rcomp g_runtime_init_x::imm_nbits_tag "
      "g_runtime_init_x::packet_return_threshold "
-     "global_attr_t::alloc_default_endpoint "
-     "global_attr_t::alloc_default_matching_engine "
-     ""
-     "global_attr_t::alloc_progress_endpoint "
      "global_attr_t::cq_default_length global_attr_t::device_name "
      "global_attr_t::imm_nbits_rcomp global_attr_t::imm_nbits_tag "
-     "global_attr_t::matching_engine_type "
-     "global_attr_t::net_send_reserved_pct global_attr_t::ofi_lock_mode "
-     "global_attr_t::packet_return_threshold "
+     "global_attr_t::matching_engine_type global_attr_t::net_send_reserved_pct "
+     "global_attr_t::ofi_lock_mode global_attr_t::packet_return_threshold "
      "global_attr_t::shm_consumer_cas_attempts global_attr_t::shm_enable "
      "global_attr_t::shm_max_polls global_attr_t::shm_producer_cas_attempts "
      "global_attr_t::shm_slot_size global_attr_t::sync_threshold "
      "global_attr_t::use_reg_cache global_attr_t::zero_copy_am "
      "matching_engine_attr_t::matching_engine_type "
      "matching_engine_t::get_attr_matching_engine_type "
-     "reduce_scatter_x::ring_nsteps "
-     "runtime_attr_t::alloc_default_matching_engine "
-     ""
-     "runtime_attr_t::imm_nbits_rcomp runtime_attr_t::imm_nbits_tag "
-     "runtime_attr_t::max_imm_rcomp runtime_attr_t::max_imm_tag "
-     "runtime_attr_t::max_rcomp runtime_attr_t::packet_return_threshold "
-     "runtime_t::get_attr_alloc_default_matching_engine "
-     ""
+     "reduce_scatter_x::ring_nsteps runtime_attr_t::imm_nbits_rcomp "
+     "runtime_attr_t::imm_nbits_tag runtime_attr_t::max_imm_rcomp "
+     "runtime_attr_t::max_imm_tag runtime_attr_t::max_rcomp "
+     "runtime_attr_t::packet_return_threshold "
      "runtime_t::get_attr_imm_nbits_rcomp runtime_t::get_attr_imm_nbits_tag "
      "runtime_t::get_attr_max_imm_rcomp runtime_t::get_attr_max_imm_tag "
      "runtime_t::get_attr_max_rcomp "
      "runtime_t::get_attr_packet_return_threshold",
-     "settings of upstream's own implementation with no counterpart here: "
-     "its shm transport and lock modes, reserved send slots, packet return "
-     "threshold, immediate-data bit split, default endpoints, registration "
-     "cache, matching-engine and queue variants (the queue choice here is "
-     "the string attribute cq_type: lcrq or array), ring step counts, "
-     "default pool and engine switches (a runtime always makes both), the "
-     "completion objects' attribute struct"},
+     "settings of upstream's own implementation with no counterpart here: its "
+     "shm transport and lock modes, reserved send slots, packet return "
+     "threshold, immediate-data bit split, registration cache, matching-engine "
+     "variants and the completion objects' type and attribute struct (a "
+     "completion queue's type is the attribute cq_type of alloc_cq, "
+     "global_attr_t::cq_type, upstream's attr_cq_type_t), ring step counts"},
     {"allgather_x::endpoint allreduce_x::endpoint alltoall_x::comp_semantic "
      "alltoall_x::endpoint barrier_x::comp_semantic barrier_x::endpoint "
      "broadcast_x::endpoint comp_signal_x::runtime counter_get_x::runtime "
@@ -987,16 +971,16 @@ struct not_provided_t {
      "graph_node_mark_complete_x::runtime graph_start_x::runtime "
      "graph_test_x::runtime progress_x::endpoint reduce_scatter_x::endpoint "
      "reduce_x::endpoint sync_test_x::runtime",
-     "optional arguments not taken: completion objects and registrations "
-     "know their runtime, so the calls on them take no .runtime(); "
-     "collectives and progress run on a device (.device()), not an endpoint "
-     "handle; blocking collectives take no comp_semantic"},
+     "optional arguments not taken: completion objects and registrations know "
+     "their runtime, so the calls on them take no .runtime(); collectives and "
+     "progress run on a device (.device()), not an endpoint handle; blocking "
+     "collectives take no comp_semantic"},
     {"device_attr_t::uid device_t::get_attr_uid endpoint_attr_t::uid",
      "devices have no uid attribute (an endpoint handle has one)"},
     {"g_default_attr rmr_t::mr_base",
-     "upstream implementation details and globals: rmr_t::mr_base (this "
-     "rmr_t holds base, key, size, runtime and rank), the g_default_attr "
-     "variable (get_g_default_attr and set_g_default_attr instead)"},
+     "upstream implementation details and globals: rmr_t::mr_base (this rmr_t "
+     "holds base, key, size, runtime and rank), the g_default_attr variable "
+     "(get_g_default_attr and set_g_default_attr instead)"},
 };
 
 }  // namespace
