@@ -248,7 +248,8 @@ size_t net_poll_cq_x::call_impl(size_t max_polls, net_status_t* statuses,
           continue;
         }
         s.opcode = q.error ? net_opcode_t::ERROR : op->opcode;
-        s.rank = op->rank;
+        // a receive: the sender, as the backend reports it
+        s.rank = op->opcode == net_opcode_t::RECV ? q.rank : op->rank;
         s.user_context = op->user_context;
         s.length = op->opcode == net_opcode_t::RECV ? q.length : op->size;
         if (q.error) {

@@ -99,12 +99,13 @@ struct cqe_t {
   // nullptr, or why the operation failed (a static string); ctx still
   // identifies the operation
   const char* error;
-  // With `error`: the peer rank the failed operation was with, when the
-  // backend knows it, else -1. A backend that sees a peer die (a connection
-  // reset, a dead process) reports it this way; the core then checks that
-  // rank and declares a peer failure (core/peer_failure.hpp). The ofi
-  // backend does not know it (libfabric error entries carry no peer); the
-  // core then checks every same-host peer.
+  // recv: the sender's rank (every backend reports it; ofi needs a provider
+  // with remote completion data, else -1). With `error`: the peer rank the
+  // failed operation was with, when the backend knows it, else -1. A backend
+  // that sees a peer die (a connection reset, a dead process) reports it this
+  // way; the core then checks that rank and declares a peer failure
+  // (core/peer_failure.hpp). The ofi backend does not know it (libfabric error
+  // entries carry no peer); the core then checks every same-host peer.
   int rank = -1;
   // With `error`: the target checked the operation's key and bytes against
   // its registrations and refused it; the peer is fine (no peer failure).

@@ -83,6 +83,8 @@ void recv_from_peer(void* buf, size_t size, size_t expect, int* ctx)
   CHECK(e.is_posted(), "net_post_recv: %s", e.get_str());
   lci::net_status_t s = wait_for(lci::net_opcode_t::RECV, ctx);
   CHECK(s.length == expect, "RECV length %zu, want %zu", s.length, expect);
+  // the sender, as upstream's backends report it (2 ranks: the other one)
+  CHECK(s.rank == 1 - lci::get_rank_me(), "RECV rank %d", s.rank);
 }
 
 void send_to_peer(int peer, void* buf, size_t size, int* ctx)
@@ -332,7 +334,8 @@ int main()
       lci::net_status_t st;
       if (lci::net_poll_cq_x(1, &st).device(raw)() != 1) return;
       CHECK(
-          (st.opcode == lci::net_opcode_t::RECV && st.user_context == &rc) ||
+          (st.opcode == lci::net_opcode_t::RECV && st.user_context == &rc &&
+           st.rank == peer) ||
               (st.opcode == lci::net_opcode_t::SEND && st.user_context == &sc),
           "raw device completion %s", lci::get_net_opcode_str(st.opcode));
       ++seen;

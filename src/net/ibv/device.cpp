@@ -318,6 +318,7 @@ size_t ibv_device_t::poll_comp(cqe_t* out, size_t max, char*, size_t)
         c.kind = cqe_t::kind_t::recv;
         c.ctx = rec->ctx;
         c.length = w.len;
+        c.rank = qps_.rank_of(w.qpn);
         srq_posted_.fetch_sub(1, std::memory_order_relaxed);
         util::spin_guard_t g(free_lock_);
         free_.push_back(rec);

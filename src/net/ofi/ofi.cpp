@@ -128,13 +128,18 @@ class ofi_device_t final : public net_device_t
   // granularity (one per context), else nullptr: a lock of the device's own.
   // `network_flags`: the completion level of post_send_network. `keys`:
   // this context's registration table when the peers on this machine check
-  // keys through it (else null); `local[r]`: rank r runs on this machine.
+  // keys through it (else null); `local[r]`: rank r runs on this machine;
+  // `rank_me`: this process's rank, which every message carries as its
+  // remote completion data when the provider has some (a receive's
+  // completion then names its sender, as upstream LCI 2's raw layer does).
   ofi_device_t(fid_domain* domain, fi_info* info, const device_attr_t& attr,
                util::spinlock_t* shared_lock, uint64_t network_flags,
                std::shared_ptr<shm::key_table_t> keys,
-               const std::vector<char>& local)
+               const std::vector<char>& local, int rank_me)
       : network_flags_(network_flags),
         max_inject_(info->tx_attr->inject_size),
+        send_data_(info->domain_attr->cq_data_size >= sizeof(uint32_t)),
+        rank_me_(static_cast<uint64_t>(rank_me)),
         virt_addr_((info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0),
         keys_(std::move(keys)),
         local_(local),
@@ -261,7 +266,9 @@ class ofi_device_t final : public net_device_t
     if (hlen) std::memcpy(buf, head, hlen);
     if (tlen) std::memcpy(buf + hlen, tail, tlen);
     if (!lock_.try_lock()) return errorcode_t::retry_lock;
-    ssize_t rc = fi_inject(ep_, buf, size, addrs_[rank]);
+    ssize_t rc = send_data_
+                     ? fi_injectdata(ep_, buf, size, rank_me_, addrs_[rank])
+                     : fi_inject(ep_, buf, size, addrs_[rank]);
     lock_.unlock();
     return result("fi_inject", rc, errorcode_t::done);
   }
@@ -269,7 +276,10 @@ class ofi_device_t final : public net_device_t
   error_t post_send(int rank, const void* buf, size_t size, void* ctx) override
   {
     if (!lock_.try_lock()) return errorcode_t::retry_lock;
-    ssize_t rc = fi_send(ep_, buf, size, nullptr, addrs_[rank], ctx);
+    ssize_t rc =
+        send_data_
+            ? fi_senddata(ep_, buf, size, nullptr, rank_me_, addrs_[rank], ctx)
+            : fi_send(ep_, buf, size, nullptr, addrs_[rank], ctx);
     lock_.unlock();
     return result("fi_send", rc, errorcode_t::posted);
   }
@@ -283,8 +293,13 @@ class ofi_device_t final : public net_device_t
     msg.iov_count = 1;
     msg.addr = addrs_[rank];
     msg.context = ctx;
+    uint64_t flags = FI_COMPLETION | network_flags_;
+    if (send_data_) {
+      msg.data = rank_me_;
+      flags |= FI_REMOTE_CQ_DATA;
+    }
     if (!lock_.try_lock()) return errorcode_t::retry_lock;
-    ssize_t rc = fi_sendmsg(ep_, &msg, FI_COMPLETION | network_flags_);
+    ssize_t rc = fi_sendmsg(ep_, &msg, flags);
     lock_.unlock();
     return result("fi_sendmsg", rc, errorcode_t::posted);
   }
@@ -363,6 +378,7 @@ class ofi_device_t final : public net_device_t
       lock_.unlock();
       if (got != 1) return 0;
       out[0] = to_cqe(err.flags, err.op_context, 0, err.data);
+      out[0].rank = -1;  // an error entry's data names no sender
       out[0].error =
           (err.flags & FI_RMA) ? rma_failure(err.err) : fi_strerror(err.err);
       return 1;
@@ -386,6 +402,7 @@ class ofi_device_t final : public net_device_t
       c.imm = data;
     } else if (flags & FI_RECV) {
       c.kind = cqe_t::kind_t::recv;
+      if (flags & FI_REMOTE_CQ_DATA) c.rank = static_cast<int>(data);
     } else if ((flags & FI_RMA) && (flags & FI_READ)) {
       c.kind = cqe_t::kind_t::read;
     } else if ((flags & FI_RMA) && (flags & FI_WRITE)) {
@@ -452,7 +469,9 @@ class ofi_device_t final : public net_device_t
   std::vector<fi_addr_t> addrs_;
   uint64_t network_flags_;  // completion level of post_send_network
   size_t max_inject_;       // the provider's inject size
-  bool virt_addr_;          // the provider addresses regions by FI_MR_VIRT_ADDR
+  bool send_data_;          // messages carry rank_me_ as remote CQ data
+  uint64_t rank_me_;
+  bool virt_addr_;  // the provider addresses regions by FI_MR_VIRT_ADDR
   std::shared_ptr<shm::key_table_t> keys_;  // null: no key checks here
   std::vector<char> local_;                 // by rank: on this machine
   std::vector<char> checked_;  // by rank: its table is mapped (connect)
@@ -528,6 +547,7 @@ class ofi_context_t final : public context_t
     // takes (ofi_device_t::address): the key check needs it
     caps_.rma_virtual = true;
     prov_key_ = (mode & FI_MR_PROV_KEY) != 0;
+    rank_me_ = checks.rank_me;
     open_key_table(checks);
   }
 
@@ -542,7 +562,7 @@ class ofi_context_t final : public context_t
   {
     return std::make_unique<ofi_device_t>(
         domain_, info_, attr, domain_locked_ ? &domain_lock_ : nullptr,
-        network_flags_, keys_, local_);
+        network_flags_, keys_, local_, rank_me_);
   }
 
   net_mr_t register_memory(void* buf, size_t size, const char* call) override
@@ -657,6 +677,7 @@ class ofi_context_t final : public context_t
   std::shared_ptr<shm::key_table_t> keys_;  // null: no key checks
   std::vector<char> local_;                 // by rank: on this machine
   std::atomic<uint64_t> next_key_{1};
+  int rank_me_ = 0;
 };
 
 }  // namespace

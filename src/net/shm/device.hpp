@@ -237,7 +237,9 @@ class shm_device_t final : public net_device_t
 
   bool pop_recv(posted_recv_t* rv);
 
-  static cqe_t deliver(const posted_recv_t& rv, const void* data, size_t len);
+  // `rank`: the sender, which the completion reports
+  static cqe_t deliver(const posted_recv_t& rv, int rank, const void* data,
+                       size_t len);
 
   // parked messages into receives posted since
   size_t drain_overflow(cqe_t* out, size_t max);
@@ -264,7 +266,11 @@ class shm_device_t final : public net_device_t
   uint32_t idle_polls_ = cfg_.membarrier ? kIdlePollsHeavy : kIdlePolls;
   // messages that found no posted receive, oldest first (at most
   // kOverflowMax bytes; beyond, messages wait in their rings)
-  std::deque<std::string> overflow_;
+  struct parked_t {
+    int rank;  // the sender
+    std::string bytes;
+  };
+  std::deque<parked_t> overflow_;
   size_t overflow_bytes_ = 0;
   // the current poll's scratch buffer (message cqes), and its free bytes
   char* scratch_ = nullptr;

@@ -146,7 +146,7 @@ bool shm_device_t::pop_recv(posted_recv_t* rv)
   return true;
 }
 
-cqe_t shm_device_t::deliver(const posted_recv_t& rv, const void* data,
+cqe_t shm_device_t::deliver(const posted_recv_t& rv, int rank, const void* data,
                             size_t len)
 {
   const char* err = nullptr;
@@ -155,7 +155,9 @@ cqe_t shm_device_t::deliver(const posted_recv_t& rv, const void* data,
     len = rv.size;
   }
   std::memcpy(rv.buf, data, len);
-  return cqe_t{cqe_t::kind_t::recv, rv.ctx, len, 0, err};
+  cqe_t c{cqe_t::kind_t::recv, rv.ctx, len, 0, err};
+  c.rank = rank;
+  return c;
 }
 
 size_t shm_device_t::drain_overflow(cqe_t* out, size_t max)
@@ -163,9 +165,9 @@ size_t shm_device_t::drain_overflow(cqe_t* out, size_t max)
   size_t n = 0;
   posted_recv_t rv;
   while (n < max && !overflow_.empty() && pop_recv(&rv)) {
-    const std::string& s = overflow_.front();
-    out[n++] = deliver(rv, s.data(), s.size());
-    overflow_bytes_ -= s.size();
+    const parked_t& p = overflow_.front();
+    out[n++] = deliver(rv, p.rank, p.bytes.data(), p.bytes.size());
+    overflow_bytes_ -= p.bytes.size();
     overflow_.pop_front();
   }
   return n;
@@ -178,14 +180,14 @@ bool shm_device_t::handle_other(int r, const ring_consumer_t::msg_t& m,
     case kMsg: {
       posted_recv_t rv;
       if (overflow_.empty() && pop_recv(&rv)) {
-        out[(*n)++] = deliver(rv, m.payload, m.length);
+        out[(*n)++] = deliver(rv, r, m.payload, m.length);
         return true;
       }
       // no receive posted: park a copy, within a bound, so that the
       // messages behind it (immediate data, acks) are not held up
       if (overflow_bytes_ + m.length > kOverflowMax) return false;
-      overflow_.emplace_back(reinterpret_cast<const char*>(m.payload),
-                             m.length);
+      overflow_.push_back(parked_t{
+          r, std::string(reinterpret_cast<const char*>(m.payload), m.length)});
       overflow_bytes_ += m.length;
       return true;
     }

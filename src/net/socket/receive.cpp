@@ -342,6 +342,7 @@ void socket_device_t::finish_body(peer_t& p, sink_t& s)
       c.kind = cqe_t::kind_t::recv;
       c.ctx = p.body_ctx;
       c.length = p.got;
+      c.rank = p.rank;
       c.error = p.body_error;
       if (p.body_acked) answer(p, frame_t::ack, p.body_id);
       return;
