@@ -184,6 +184,11 @@ RESOURCES = [
              "largest tag a message may carry (ANY_TAG is reserved)"),
         attr("bool", "alloc_default_device", True,
              "allocate a default device with the runtime"),
+        attr("bool", "alloc_default_matching_engine", True,
+             "upstream LCI 2's switch of the runtime's default matching "
+             "engine: accepted and reported; the runtime makes its default "
+             "engine either way (a program that passes its own engine to "
+             "each call never touches it)"),
         attr("bool", "alloc_default_packet_pool", True,
              "false: the default device pre-posts no receives from the "
              "default packet pool (its net_max_recvs is 0), so that raw "
@@ -257,6 +262,15 @@ RESOURCES = [
              "layer)"),
         attr("size_t", "net_max_cqes", 8192,
              "completion queue size of the device"),
+        attr("bool", "alloc_default_endpoint", True,
+             "upstream LCI 2's switch of the device's default endpoint: "
+             "accepted and reported; a device here has its one endpoint "
+             "(get_default_endpoint) either way"),
+        attr("bool", "alloc_progress_endpoint", False,
+             "upstream LCI 2's separate endpoint for the messages that "
+             "progress sends (acknowledgements, rendezvous replies): "
+             "accepted and reported; a device here sends everything "
+             "through its one send queue either way"),
         attr("attr_ibv_td_strategy_t", "ibv_td_strategy", "per_qp",
              "ibv backend: thread domains of the device's queue pairs: "
              "per_qp (one per queue pair, and a try-lock per queue pair), "

@@ -634,6 +634,29 @@ TEST(Compat, AttributeEnums)
   lci::free_runtime(&rt);
 }
 
+// upstream's switches of default resources are accepted and reported (a
+// runtime and a device here make theirs either way)
+TEST(Compat, DefaultResourceSwitches)
+{
+  lci::runtime_t rt =
+      lci::alloc_runtime_x().alloc_default_matching_engine(false)();
+  EXPECT_FALSE(rt.get_attr_alloc_default_matching_engine());
+  EXPECT_FALSE(lci::get_default_matching_engine_x().runtime(rt)().is_empty());
+  lci::device_t dev = lci::alloc_device_x()
+                          .runtime(rt)
+                          .alloc_default_endpoint(false)
+                          .alloc_progress_endpoint(true)();
+  EXPECT_FALSE(dev.get_attr_alloc_default_endpoint());
+  EXPECT_TRUE(dev.get_attr_alloc_progress_endpoint());
+  EXPECT_FALSE(lci::get_default_endpoint_x().device(dev)().is_empty());
+  lci::free_device_x(&dev).runtime(rt)();
+  lci::global_attr_t g = lci::get_g_default_attr();
+  EXPECT_TRUE(g.alloc_default_matching_engine);
+  EXPECT_TRUE(g.alloc_default_endpoint);
+  EXPECT_FALSE(g.alloc_progress_endpoint);
+  lci::free_runtime(&rt);
+}
+
 // get_g_default_attr / set_g_default_attr: the defaults of every later
 // allocation, until the last global_finalize forgets them.
 TEST(Compat, GlobalDefaultAttributes)

@@ -223,6 +223,21 @@ RETURNS(lci::attr_ibv_td_strategy_t, D<lci::device_attr_t&>().ibv_td_strategy);
 RETURNS(lci::attr_ibv_td_strategy_t,
         D<const lci::device_t&>().get_attr_ibv_td_strategy());
 CHECK(lci::alloc_device_x().ibv_td_strategy(D<lci::attr_ibv_td_strategy_t>()));
+// upstream's switches of default resources
+RETURNS(bool, D<lci::global_attr_t&>().alloc_default_matching_engine);
+RETURNS(bool, D<lci::runtime_attr_t&>().alloc_default_matching_engine);
+RETURNS(bool,
+        D<const lci::runtime_t&>().get_attr_alloc_default_matching_engine());
+CHECK(lci::alloc_runtime_x().alloc_default_matching_engine(D<bool>()));
+CHECK(lci::g_runtime_init_x().alloc_default_matching_engine(D<bool>()));
+RETURNS(bool, D<lci::global_attr_t&>().alloc_default_endpoint);
+RETURNS(bool, D<lci::global_attr_t&>().alloc_progress_endpoint);
+RETURNS(bool, D<lci::device_attr_t&>().alloc_default_endpoint);
+RETURNS(bool, D<lci::device_attr_t&>().alloc_progress_endpoint);
+RETURNS(bool, D<const lci::device_t&>().get_attr_alloc_default_endpoint());
+RETURNS(bool, D<const lci::device_t&>().get_attr_alloc_progress_endpoint());
+CHECK(lci::alloc_device_x().alloc_default_endpoint(D<bool>()));
+CHECK(lci::alloc_device_x().alloc_progress_endpoint(D<bool>()));
 // lci.hpp's hand-written part: names and types
 CHECK(D<const lci::peer_failure_error&>().failed_rank());
 CHECK(lci::peer_failure_error(D<int>(), D<const std::string&>()));
@@ -905,8 +920,7 @@ struct not_provided_t {
      "runtime_attr_t::name runtime_attr_t::user_context "
      "runtime_t::get_attr_name runtime_t::get_attr_user_context",
      "resources carry no name or user_context attribute"},
-    {"alloc_device_x::alloc_default_endpoint alloc_device_x::alloc_progress_endpoint alloc_runtime_x::alloc_default_matching_engine g_runtime_init_x::alloc_default_matching_engine global_attr_t::alloc_default_endpoint global_attr_t::alloc_default_matching_engine global_attr_t::alloc_progress_endpoint runtime_attr_t::alloc_default_matching_engine runtime_t::get_attr_alloc_default_matching_engine device_attr_t::alloc_default_endpoint device_attr_t::alloc_progress_endpoint device_t::get_attr_alloc_default_endpoint device_t::get_attr_alloc_progress_endpoint "
-     "LCI_NET_LOCK_ALL LCI_NET_LOCK_MR LCI_NET_TRYLOCK_MAX "
+    {"LCI_NET_LOCK_ALL LCI_NET_LOCK_MR LCI_NET_TRYLOCK_MAX "
      "LCI_NET_TRYLOCK_POLL LCI_NET_TRYLOCK_RECV LCI_NET_TRYLOCK_SEND "
      "alloc_device_x::net_send_reserved_pct alloc_device_x::ofi_lock_mode "
      "alloc_device_x::shm_consumer_cas_attempts alloc_device_x::shm_enable "
