@@ -32,6 +32,8 @@ using namespace kmer;
 
 constexpr lci::tag_t kDataTag = 1;
 constexpr lci::tag_t kDoneTag = 2;
+// empty polls at the end of a pass before a thread yields its core
+constexpr int kIdlePolls = 64;
 
 void sum_u64(const void* left, const void* right, void* dst, size_t n)
 {
@@ -138,10 +140,18 @@ class worker_t
         if (!post(r, m, sizeof(*m), kDoneTag)) std::free(m);
       }
     }
+    // Waiting for the other ranks' last buffers: a thread that finds
+    // nothing for a while gives its core away, so that on a machine with
+    // more processes than cores the ranks still producing get it.
+    int idle = 0;
     while (a_.dones.load() != n - 1 ||
            a_.processed.load() != a_.expected.load() ||
-           outstanding_.load(std::memory_order_acquire) != 0)
-      serve(16);
+           outstanding_.load(std::memory_order_acquire) != 0) {
+      if (serve(16) != 0)
+        idle = 0;
+      else if (++idle >= kIdlePolls)
+        std::this_thread::yield();
+    }
     for (int r = 0; r < n; ++r) std::free(buf_[r]);
     a_.fresh += fresh_;
   }
@@ -227,16 +237,19 @@ class worker_t
   // the socket did not take at once), and that peer stays in the barrier
   // until someone here progresses it, while this rank's workers wait for
   // the peer's data.
-  void serve(int max)
+  // Returns the number of buffers handled.
+  int serve(int max)
   {
     lci::error_t e = lci::progress_x().device(dev_)();
     if (tid_ == 0) e = lci::progress();
     (void)e;
-    for (int i = 0; i < max; ++i) {
+    int i = 0;
+    for (; i < max; ++i) {
       lci::status_t s = lci::cq_pop(a_.rcq);
       if (!s.is_done()) break;
       handle(s);
     }
+    return i;
   }
 
   app_t& a_;
