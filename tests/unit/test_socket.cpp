@@ -5,8 +5,12 @@
 // the receive), emulated RMA and the target's key checks (refused ones
 // touch nothing and leave the stream in step), and the ends of a
 // connection: a peer that dies (every pending operation fails with its
-// rank) and one that closes in order (no failure).
+// rank) and one that closes in order (no failure). Back-pressure: a
+// stalled poll sleeps instead of retrying the socket (the sender while its
+// peer does not read, the receiver while a payload is half there), and
+// large and small messages cross intact while the reader lags.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +18,8 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "net/socket/device.hpp"
@@ -41,8 +47,9 @@ sk::config_t config(int rank)
 struct pair_t {
   sk::config_t c0 = config(0), c1 = config(1);
   std::unique_ptr<sk::socket_device_t> d0, d1;
-  pair_t()
+  explicit pair_t(size_t wait_us = sk::kWaitUs)
   {
+    c0.wait_us = c1.wait_us = wait_us;
     d0 = std::make_unique<sk::socket_device_t>(c0);
     d1 = std::make_unique<sk::socket_device_t>(c1);
     std::vector<std::string> addrs = {d0->get_address(), d1->get_address()};
@@ -75,6 +82,50 @@ bool poll_until(pair_t& p, const std::function<bool()>& done,
     }
   }
   return true;
+}
+
+// This thread's voluntary context switches so far: a poll that sleeps in
+// the kernel adds one, one that retries the socket none.
+long voluntary_switches()
+{
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return u.ru_nvcsw;
+}
+
+// Polls `dev` alone for `ms` milliseconds (its peer is not polled); the
+// voluntary switches it took. No cqe may come.
+long poll_alone(sk::socket_device_t& dev, int ms)
+{
+  alignas(16) char scratch[4096];
+  cqe_t cq[16];
+  const long before = voluntary_switches();
+  const auto end =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < end)
+    EXPECT_EQ(dev.poll_comp(cq, 16, scratch, sizeof(scratch)), 0u);
+  return voluntary_switches() - before;
+}
+
+// Polls both devices until rank 0's one large send and rank 1's receive of
+// it complete, then checks every byte.
+void complete_big(pair_t& p, const std::vector<char>& out,
+                  const std::vector<char>& in)
+{
+  bool done = false, recvd = false;
+  ASSERT_TRUE(poll_until(
+      p, [&] { return done && recvd; },
+      [&](int d, const cqe_t& c) {
+        ASSERT_EQ(c.error, nullptr);
+        if (d == 0) {
+          done = true;
+          return;
+        }
+        ASSERT_EQ(c.kind, cqe_t::kind_t::recv);
+        ASSERT_EQ(c.length, out.size());
+        recvd = true;
+      }));
+  ASSERT_EQ(std::memcmp(in.data(), out.data(), out.size()), 0);
 }
 
 void expect_msg(size_t k, const char* data, size_t len)
@@ -355,4 +406,141 @@ TEST(SocketDevice, OrderlyCloseIsNoFailure)
       std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
   while (std::chrono::steady_clock::now() < end)
     ASSERT_EQ(p.d0->poll_comp(cq, 16, scratch, sizeof(scratch)), 0u);
+}
+
+// The sender of a 16 MiB message whose peer does not read: its polls find
+// the socket full and sleep until it has room (a switch per sleep; 300 ms
+// hold about 1,500 sleeps of 200 us) instead of retrying it (no switch at
+// all with wait_us 0); once the peer reads, every byte arrives.
+TEST(SocketDevice, StalledSenderSleepsAndLosesNothing)
+{
+  const size_t big = size_t(16) << 20;
+  std::vector<char> out(big);
+  for (size_t i = 0; i < big; ++i) out[i] = static_cast<char>(pattern(5, i));
+  long switches[2] = {0, 0};
+  for (size_t wait_us : {size_t(0), sk::kWaitUs}) {
+    pair_t p(wait_us);
+    std::vector<char> in(big);
+    int sent = 0;
+    ASSERT_TRUE(p.d0->post_send(1, out.data(), big, &sent).is_posted());
+    switches[wait_us != 0] = poll_alone(*p.d0, 300);
+    ASSERT_TRUE(p.d1->post_recv(in.data(), big, &in).is_posted());
+    complete_big(p, out, in);
+  }
+  EXPECT_GE(switches[1], 50) << "the stalled sender did not sleep";
+  EXPECT_LT(switches[0], switches[1] / 4)
+      << "wait_us 0 slept: " << switches[0] << " against " << switches[1];
+}
+
+// The receiver of a payload that stops arriving halfway (its sender is not
+// polled): its polls sleep until more comes; then the rest arrives intact.
+TEST(SocketDevice, ReceiverWithHalfAPayloadSleeps)
+{
+  pair_t p;
+  const size_t big = size_t(16) << 20;
+  std::vector<char> out(big), in(big);
+  for (size_t i = 0; i < big; ++i) out[i] = static_cast<char>(pattern(6, i));
+  int sent = 0;
+  ASSERT_TRUE(p.d0->post_send(1, out.data(), big, &sent).is_posted());
+  ASSERT_TRUE(p.d1->post_recv(in.data(), big, &in).is_posted());
+  EXPECT_GE(poll_alone(*p.d1, 300), 50) << "the stalled receiver did not sleep";
+  complete_big(p, out, in);
+}
+
+// Back-pressure with a thread per device: the sender posts large messages
+// (4 MiB, more than the socket holds) between small ones and polls without
+// pause; the reader polls in bursts with 2 ms pauses. Every message
+// arrives whole and in order, and every send completes.
+TEST(SocketDevice, LaggingReaderLosesNothing)
+{
+  pair_t p;
+  const size_t big = size_t(4) << 20, nbig = 6;
+  std::vector<std::vector<char>> outs(nbig, std::vector<char>(big));
+  std::vector<std::vector<char>> ins(nbig, std::vector<char>(big));
+  for (size_t k = 0; k < nbig; ++k)
+    for (size_t i = 0; i < big; ++i)
+      outs[k][i] = static_cast<char>(pattern(k + 20, i));
+  for (auto& b : ins)
+    ASSERT_TRUE(p.d1->post_recv(b.data(), big, &b).is_posted());
+  std::vector<std::vector<char>> keep;
+  size_t sends_done = 0, small_got = 0, big_got = 0;
+  std::thread sender([&] {
+    alignas(16) char scratch[4096];
+    cqe_t cq[16];
+    size_t small_sent = 0;
+    keep.resize(nbig * 10);
+    const auto end =
+        std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (size_t k = 0; k < nbig && std::chrono::steady_clock::now() < end;) {
+      lci::error_t e = p.d0->post_send(1, outs[k].data(), big, &outs[k]);
+      if (e.is_done()) ++sends_done;
+      for (size_t j = 0; j < 10; ++j, ++small_sent) {
+        std::vector<char>& m = keep[small_sent];
+        m.resize(1 + small_sent % 300);
+        for (size_t i = 0; i < m.size(); ++i)
+          m[i] = static_cast<char>(pattern(small_sent, i));
+        while (p.d0->send_copy(1, m.data(), m.size(), nullptr, 0).is_retry()) {
+        }
+      }
+      ++k;
+      // a few polls between posts: the queue grows past the socket's room
+      for (int i = 0; i < 100; ++i) {
+        const size_t n = p.d0->poll_comp(cq, 16, scratch, sizeof(scratch));
+        for (size_t c = 0; c < n; ++c) {
+          EXPECT_EQ(cq[c].error, nullptr);
+          ++sends_done;
+        }
+      }
+    }
+    while (sends_done < nbig && std::chrono::steady_clock::now() < end) {
+      const size_t n = p.d0->poll_comp(cq, 16, scratch, sizeof(scratch));
+      for (size_t c = 0; c < n; ++c) {
+        EXPECT_EQ(cq[c].error, nullptr);
+        ++sends_done;
+      }
+    }
+  });
+  // checked on the main thread after the join (an ASSERT here would leave
+  // the sender running)
+  std::string bad;
+  alignas(16) char scratch[4096];
+  cqe_t cq[16];
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (bad.empty() && (big_got < nbig || small_got < nbig * 10) &&
+         std::chrono::steady_clock::now() < end) {
+    for (int i = 0; i < 50 && bad.empty(); ++i) {
+      const size_t n = p.d1->poll_comp(cq, 16, scratch, sizeof(scratch));
+      for (size_t c = 0; c < n && bad.empty(); ++c) {
+        const cqe_t& q = cq[c];
+        if (q.error) {
+          bad = q.error;
+        } else if (q.kind == cqe_t::kind_t::recv) {
+          // the large one k comes after the 10 small ones of k - 1
+          if (big_got >= nbig || q.ctx != &ins[big_got] || q.length != big ||
+              small_got != big_got * 10)
+            bad = "large message " + std::to_string(big_got) + " out of place";
+          ++big_got;
+        } else if (q.kind != cqe_t::kind_t::message ||
+                   small_got >= big_got * 10 ||
+                   q.length != 1 + small_got % 300) {
+          bad = "small message " + std::to_string(small_got) + " out of place";
+        } else {
+          const auto* d = static_cast<const unsigned char*>(q.ctx);
+          for (size_t b = 0; b < q.length; ++b)
+            if (d[b] != pattern(small_got, b))
+              bad = "small message " + std::to_string(small_got) + " corrupt";
+          ++small_got;
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  sender.join();
+  ASSERT_EQ(bad, "");
+  ASSERT_EQ(big_got, nbig);
+  ASSERT_EQ(small_got, nbig * 10);
+  EXPECT_EQ(sends_done, nbig);
+  for (size_t k = 0; k < nbig; ++k)
+    ASSERT_EQ(std::memcmp(ins[k].data(), outs[k].data(), big), 0)
+        << "message " << k;
 }

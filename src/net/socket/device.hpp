@@ -23,6 +23,14 @@
 // their answer) as an error cqe with the peer's rank, and every later post
 // to it the same way.
 //
+// Waiting: a poll that moved no byte and found nothing, while a peer's
+// output queue waits for room in its socket or a payload is half read,
+// counts as a stall; after kStallPolls of them in a row the poll sleeps in
+// ppoll (the lock released) until a socket can take more or has bytes, for
+// at most wait_us. Only the kernel can move such a transfer on, and on a
+// machine with few cores a thread that retries the socket takes the core
+// the kernel's own TCP work (and the peer) needs.
+//
 // Locks: one try-lock per device guards its peers (posts return
 // retry_lock when it is busy, poll_comp nothing); the posted receives have
 // a short spinlock of their own.
@@ -46,11 +54,16 @@
 namespace lci::net::socket
 {
 
+// the default of config_t::wait_us (LCI_SOCKET_WAIT_US overrides)
+constexpr size_t kWaitUs = 200;
+
 struct config_t {
   int rank_me, rank_n;
   std::string ip;   // the address this rank listens on (dotted IPv4)
   size_t max_copy;  // route_caps_t::max_copy
   size_t connect_timeout_s;
+  // the longest sleep of a stalled poll (microseconds; 0: never sleep)
+  size_t wait_us = kWaitUs;
   std::shared_ptr<key_table_t> keys;
 };
 
@@ -58,6 +71,8 @@ struct config_t {
 constexpr size_t kDirectPollPeers = 4;
 // bytes of a peer's input buffer
 constexpr size_t kInBuf = 256 * 1024;
+// polls in a row that stall (device.hpp, Waiting) before one sleeps
+constexpr uint32_t kStallPolls = 8;
 // bytes copied into a peer's output queue before send_copy says
 // retry_nomem
 constexpr size_t kOutMax = size_t(8) << 20;
@@ -152,6 +167,8 @@ class socket_device_t final : public net_device_t
   void finish_body(peer_t& p, sink_t& s);
   void answer(peer_t& p, frame_t type, uint64_t id);
   bool take_recv(recv_t* r);
+  bool stalled() const;
+  void sleep_unlock();
 
   // device.cpp
   void fail(peer_t& p, const char* why);
@@ -169,6 +186,8 @@ class socket_device_t final : public net_device_t
   std::deque<recv_t> recvs_;
   std::deque<cqe_t> done_;  // completions made outside poll_comp
   uint64_t next_id_ = 1;
+  uint64_t moved_ = 0;   // bytes read and written by this device so far
+  uint32_t stalls_ = 0;  // polls in a row that stalled
 };
 
 }  // namespace lci::net::socket

@@ -63,6 +63,7 @@ int outq_t::flush(int fd, std::deque<cqe_t>* out)
       return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : errno;
     }
     size_t left = static_cast<size_t>(w);
+    written_ += left;
     bool partial = false;
     while (!segs_.empty()) {
       seg_t& s = segs_.front();

@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <vector>
@@ -27,6 +28,8 @@ class outq_t
   bool empty() const { return segs_.empty(); }
   // bytes copied into owned chunks and not yet written
   size_t owned_bytes() const { return owned_; }
+  // bytes written to the socket so far (grows by each flush's share)
+  uint64_t written() const { return written_; }
   // Copies the pieces (in order) to the queue's end.
   void append_copy(const struct iovec* iov, int n);
   // Queues the caller's buffer; `done` (if ctx is set) is the cqe that
@@ -52,6 +55,7 @@ class outq_t
   static constexpr size_t kChunk = 64 * 1024;
   std::deque<seg_t> segs_;
   size_t owned_ = 0;
+  uint64_t written_ = 0;
   // the chunk small copies go to, and its bytes in use
   std::shared_ptr<std::vector<char>> tail_;
   size_t tail_used_ = 0;

@@ -1,11 +1,13 @@
 // The receive side of the socket device (device.hpp): poll_comp, reading
 // and parsing each peer's frames.
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "net/socket/device.hpp"
 
@@ -57,6 +59,7 @@ size_t socket_device_t::poll_comp(cqe_t* out, size_t max, char* scratch,
                                   size_t scratch_size)
 {
   if (max == 0 || !lock_.try_lock()) return 0;
+  const uint64_t moved = moved_;
   sink_t s{out, max, 0, scratch, scratch ? scratch_size : 0, 0};
   while (!done_.empty() && !s.full()) {
     out[s.n++] = done_.front();
@@ -85,8 +88,47 @@ size_t socket_device_t::poll_comp(cqe_t* out, size_t max, char* scratch,
     out[s.n++] = done_.front();
     done_.pop_front();
   }
+  if (s.n > 0 || moved_ != moved || !stalled()) {
+    stalls_ = 0;
+  } else if (++stalls_ >= kStallPolls) {
+    stalls_ = 0;
+    sleep_unlock();
+    return 0;
+  }
   lock_.unlock();
   return s.n;
+}
+
+// Whether only the kernel can move this device's transfers on: a peer's
+// output queue waits for room, or a payload has begun to arrive.
+bool socket_device_t::stalled() const
+{
+  if (cfg_.wait_us == 0) return false;
+  for (int r : polled_) {
+    const peer_t& p = peers_[r];
+    if (!p.dead && (!p.out.empty() || p.body != body_t::none)) return true;
+  }
+  return false;
+}
+
+// Sleeps until a peer's socket is readable, or writable where its queue
+// waits, for at most wait_us, with the lock released so that other threads
+// post and poll meanwhile. A connection another thread fails meanwhile
+// (its fd closed) at worst ends or lengthens this one sleep.
+void socket_device_t::sleep_unlock()
+{
+  std::vector<pollfd> fds;
+  fds.reserve(polled_.size());
+  for (int r : polled_) {
+    const peer_t& p = peers_[r];
+    if (p.dead) continue;
+    const short ev = static_cast<short>(POLLIN | (p.out.empty() ? 0 : POLLOUT));
+    fds.push_back(pollfd{p.fd, ev, 0});
+  }
+  lock_.unlock();
+  const timespec ts{static_cast<time_t>(cfg_.wait_us / 1000000),
+                    static_cast<long>(cfg_.wait_us % 1000000) * 1000};
+  ::ppoll(fds.data(), fds.size(), &ts, nullptr);
 }
 
 // Frames of `p` until the sink is full, a frame waits for a receive buffer,
@@ -131,6 +173,7 @@ int socket_device_t::read_more(peer_t& p)
     n = ::recv(p.fd, p.in.data() + p.tail, space, MSG_DONTWAIT);
   } while (n < 0 && errno == EINTR);
   if (n > 0) {
+    moved_ += static_cast<size_t>(n);
     p.tail += static_cast<size_t>(n);
     return static_cast<size_t>(n) == space ? 2 : 1;
   }
@@ -322,6 +365,7 @@ bool socket_device_t::continue_body(peer_t& p, sink_t& s)
     n = ::recv(p.fd, to, ask, MSG_DONTWAIT);
   } while (n < 0 && errno == EINTR);
   if (n > 0) {
+    moved_ += static_cast<size_t>(n);
     p.got += static_cast<size_t>(n);
     p.left -= static_cast<size_t>(n);
     if (p.left == 0) finish_body(p, s);

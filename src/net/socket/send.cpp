@@ -41,7 +41,10 @@ struct try_guard_t {
 void socket_device_t::flush(peer_t& p)
 {
   if (p.dead || p.out.empty()) return;
-  if (int err = p.out.flush(p.fd, &done_)) fail(p, send_error(err));
+  const uint64_t before = p.out.written();
+  const int err = p.out.flush(p.fd, &done_);
+  moved_ += p.out.written() - before;
+  if (err) fail(p, send_error(err));
 }
 
 bool socket_device_t::emit(peer_t& p, struct iovec* iov, int n,

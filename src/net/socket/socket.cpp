@@ -50,6 +50,16 @@ class socket_context_t final : public context_t
     cfg_.max_copy = attr.packet_size;
     cfg_.connect_timeout_s =
         attr.bootstrap_timeout ? attr.bootstrap_timeout : 120;
+    cfg_.wait_us = kWaitUs;
+    if (const char* w = std::getenv("LCI_SOCKET_WAIT_US"); w && *w) {
+      char* end = nullptr;
+      const unsigned long v = std::strtoul(w, &end, 10);
+      if (*end != '\0' || v > 1000000)
+        util::throw_fatal("alloc_runtime: LCI_SOCKET_WAIT_US '", w,
+                          "' is not a number of microseconds from 0 to "
+                          "1000000");
+      cfg_.wait_us = v;
+    }
     cfg_.keys = std::make_shared<key_table_t>();
     caps_.backend = "socket";
     caps_.provider = "tcp " + cfg_.ip;
