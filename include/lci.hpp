@@ -391,10 +391,12 @@ struct rmr_t {
   uint64_t size;         // bytes registered
   uint32_t runtime;      // the owner's runtime (a value shared by its ranks)
   int32_t rank;          // the owner's rank
-  rmr_t() : base(0), opaque_rkey(0), size(0), runtime(0), rank(-1) {}
-  bool is_empty() const { return size == 0 && rank < 0; }
+  constexpr rmr_t() : base(0), opaque_rkey(0), size(0), runtime(0), rank(-1) {}
+  constexpr bool is_empty() const { return size == 0 && rank < 0; }
 };
-const rmr_t RMR_NULL = rmr_t();
+// constexpr: a posting object's test that its rmr is at this default folds
+// where the object is built
+constexpr rmr_t RMR_NULL = rmr_t();
 
 // Lists of buffers for one post (the paper's Section 3.3.1; upstream LCI
 // 2's names): post_comm's .buffers(list) replaces local_buffer and size
