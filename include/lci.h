@@ -168,7 +168,9 @@ typedef struct lci_rmr_t {
 /* A list of buffers for one post (lci::buffer_t, lci::rbuffer_t): a post's
  * args `buffers` (with `buffers_count`) replaces local_buffer and size,
  * which must be NULL and 0; `rbuffers` names one remote buffer per local
- * one for a put or get. At most LCI_MAX_BUFFERS in a list. */
+ * one for a put or get. At most LCI_MAX_BUFFERS in a list. The library
+ * reads the arrays during the call, not after (a graph node copies them):
+ * they must live until the posting call returns. */
 typedef struct lci_buffer_t {
   void* base;
   size_t size;

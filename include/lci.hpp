@@ -391,10 +391,12 @@ struct rmr_t {
   uint64_t size;         // bytes registered
   uint32_t runtime;      // the owner's runtime (a value shared by its ranks)
   int32_t rank;          // the owner's rank
-  rmr_t() : base(0), opaque_rkey(0), size(0), runtime(0), rank(-1) {}
-  bool is_empty() const { return size == 0 && rank < 0; }
+  constexpr rmr_t() : base(0), opaque_rkey(0), size(0), runtime(0), rank(-1) {}
+  constexpr bool is_empty() const { return size == 0 && rank < 0; }
 };
-const rmr_t RMR_NULL = rmr_t();
+// constexpr: a posting object's test that its rmr is at this default folds
+// where the object is built
+constexpr rmr_t RMR_NULL = rmr_t();
 
 // Lists of buffers for one post (the paper's Section 3.3.1; upstream LCI
 // 2's names): post_comm's .buffers(list) replaces local_buffer and size
@@ -422,6 +424,34 @@ struct rbuffer_t {
 };
 typedef std::vector<buffer_t> buffers_t;
 typedef std::vector<rbuffer_t> rbuffers_t;
+// What a posting object holds of a list: a view of the caller's buffers_t
+// or rbuffers_t, not a copy, so that a post constructs and destroys no
+// container and its object stays trivially destructible. The list must
+// therefore outlive the posting call (not only the .buffers() call);
+// graph_add_node_op, which keeps the object for later, copies the lists.
+template <typename T>
+class list_view_t
+{
+ public:
+  list_view_t() : data_(nullptr), size_(0) {}
+  list_view_t(const T* data, size_t size) : data_(data), size_(size) {}
+  explicit list_view_t(const std::vector<T>& v)
+      : data_(v.data()), size_(v.size())
+  {
+  }
+  const T* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const T* begin() const { return data_; }
+  const T* end() const { return data_ + size_; }
+  const T& operator[](size_t i) const { return data_[i]; }
+
+ private:
+  const T* data_;
+  size_t size_;
+};
+typedef list_view_t<buffer_t> buffers_view_t;
+typedef list_view_t<rbuffer_t> rbuffers_view_t;
 // The most buffers one list may hold.
 const size_t MAX_BUFFERS = 1024;
 
@@ -542,6 +572,34 @@ template <typename T>
 void point_at_graph(T*, comp_t, long)
 {
 }
+
+// A graph node's copy of a functor. A posting object's lists are views of
+// the caller's vectors, which need not outlive graph_add_node_op: the node
+// keeps copies and points the object's views at them.
+template <typename T, typename = void>
+struct node_op_t {
+  T op;
+  explicit node_op_t(const T& o) : op(o) {}
+};
+template <typename T>
+struct node_op_t<
+    T,
+    std::void_t<decltype(std::declval<T&>().buffers_ = buffers_view_t()),
+                decltype(std::declval<T&>().rbuffers_ = rbuffers_view_t())>> {
+  T op;
+  buffers_t buffers;
+  rbuffers_t rbuffers;
+  explicit node_op_t(const T& o)
+      : op(o),
+        buffers(o.buffers_.begin(), o.buffers_.end()),
+        rbuffers(o.rbuffers_.begin(), o.rbuffers_.end())
+  {
+    op.buffers_ = buffers_view_t(buffers);
+    op.rbuffers_ = rbuffers_view_t(rbuffers);
+  }
+  node_op_t(const node_op_t&) = delete;
+  node_op_t& operator=(const node_op_t&) = delete;
+};
 }  // namespace detail
 
 // The node function and free function of a functor node (upstream LCI 2's
@@ -559,6 +617,21 @@ void graph_free_op_fn(void* value)
   delete static_cast<T*>(value);
 }
 
+namespace detail
+{
+// graph_add_node_op's node and free functions (its value: a node_op_t)
+template <typename T>
+status_t node_op_run(void* value)
+{
+  return graph_execute_op_fn<T>(&static_cast<node_op_t<T>*>(value)->op);
+}
+template <typename T>
+void node_op_free(void* value)
+{
+  delete static_cast<node_op_t<T>*>(value);
+}
+}  // namespace detail
+
 // A functor as a graph node: `op` has operator()() and user_context(void*)
 // (as upstream LCI 2 requires). It is copied; the copy's user_context is
 // set to the new node, and operator()() runs as the node's function: a
@@ -568,22 +641,23 @@ void graph_free_op_fn(void* value)
 // it again later; a result that is no status or error code counts as done.
 // An OFF object of a posting operation (post_send_x(rank, buf, size, tag,
 // COMP_NULL).device(d), say) is such a functor; its completion object is
-// pointed at `graph`. The copy is deleted with the graph.
+// pointed at `graph`, and its buffer lists are copied with it. The copy is
+// deleted with the graph.
 template <typename T>
 graph_node_t graph_add_node_op(comp_t graph, const T& op)
 {
-  T* copy = new T(op);
+  auto* copy = new detail::node_op_t<T>(op);
   graph_node_t node;
   try {
-    node = graph_add_node_x(graph, &graph_execute_op_fn<T>)
+    node = graph_add_node_x(graph, &detail::node_op_run<T>)
                .value(copy)
-               .free_cb(&graph_free_op_fn<T>)();
+               .free_cb(&detail::node_op_free<T>)();
   } catch (...) {
     delete copy;
     throw;
   }
-  detail::point_at_graph(copy, graph, 0);
-  copy->user_context(node);
+  detail::point_at_graph(&copy->op, graph, 0);
+  copy->op.user_context(node);
   return node;
 }
 }  // namespace lci

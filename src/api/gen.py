@@ -125,6 +125,25 @@ def gen_handle(r):
 EMPTY_TESTS = {"rmr_t": "is_empty", "buffers_t": "empty", "rbuffers_t": "empty"}
 
 
+# list types of optional arguments: the posting object holds a view of the
+# caller's list (lci.hpp, list_view_t), so that a post constructs and
+# destroys no container; its setter takes the list or a view
+VIEWS = {"buffers_t": "buffers_view_t", "rbuffers_t": "rbuffers_view_t"}
+
+
+def member_type(a):
+    """The C++ type an OFF object holds (and call_impl takes) for `a`."""
+    return VIEWS.get(a.type, a.type)
+
+
+def member_default(a):
+    """The initializer of an optional argument's member."""
+    if a.type in VIEWS:
+        assert a.default == a.type + "()", a.name
+        return VIEWS[a.type] + "()"
+    return a.default
+
+
 def default_test(a):
     """C++ test that optional argument `a` of an op_x is at its default."""
     if a.type in EMPTY_TESTS:
@@ -141,19 +160,24 @@ def gen_op(o):
         out.append("// %s\n" % o.doc)
     out.append("class %s {\n public:\n" % x)
     for a in positional + optional:
-        out.append("  %s %s_;\n" % (a.type, a.name))
+        out.append("  %s %s_;\n" % (member_type(a), a.name))
     for a in attrs:
         out.append("  option_t<%s> %s_;\n" % (a.type, a.name))
     init = ["%s_(%s)" % (a.name, a.name) for a in positional]
-    init += ["%s_(%s)" % (a.name, a.default) for a in optional]
+    init += ["%s_(%s)" % (a.name, member_default(a)) for a in optional]
     params = ", ".join("%s %s" % (a.type, a.name) for a in positional)
     out.append("  %s%s(%s)" % ("explicit " if len(positional) == 1 else "",
                                x, params))
     out.append((" : " + ", ".join(init)) if init else "")
     out.append(" {}\n")
     for a in optional:
+        if a.type in VIEWS:
+            # the list must outlive the posting call (not this object)
+            out.append("  %s&& %s(const %s& v) { %s_ = %s(v); "
+                       "return std::move(*this); }\n"
+                       % (x, a.name, a.type, a.name, VIEWS[a.type]))
         out.append("  %s&& %s(%s v) { %s_ = v; return std::move(*this); }\n"
-                   % (x, a.name, a.type, a.name))
+                   % (x, a.name, member_type(a), a.name))
     for a in attrs:
         out.append("  %s&& %s(%s v) { %s_.set(v); return std::move(*this); }\n"
                    % (x, a.name, ref_type(a.type), a.name))
@@ -203,7 +227,8 @@ def gen_op(o):
         out.append("    return %s_x(%s)%s.call();\n  }\n"
                    % (base.name, bargs, chain))
     else:
-        impl_params = ["%s %s" % (a.type, a.name) for a in positional + optional]
+        impl_params = ["%s %s" % (member_type(a), a.name)
+                       for a in positional + optional]
         call_args = [a.name + "_" for a in positional + optional]
         if attrs:
             impl_params.append("const %s_attr_t& attr" % o.attrs_of)
@@ -236,6 +261,11 @@ def gen_op(o):
     out.append("  %s operator()() const { %scall(); }\n"
                % (o.ret, "" if o.ret == "void" else "return "))
     out.append("};\n")
+    if o.lean or (o.sugar and op_by_name(o.sugar[0]).lean):
+        # a posting object is built and dropped on every post
+        out.append("static_assert(std::is_trivially_destructible<%s>::value,"
+                   "\n              \"a posting object owns nothing\");\n"
+                   % x)
     pnames = ", ".join(a.name for a in positional)
     out.append("inline %s %s(%s) { %s%s(%s).call(); }\n\n"
                % (o.ret, o.name, params, "" if o.ret == "void" else "return ",

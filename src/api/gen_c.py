@@ -335,9 +335,22 @@ def gen_call(c, with_args):
         # the defaults are visible to the compiler (the lean entry of a
         # post is chosen at compile time)
         expr = "%s.call()" % obj
-    if o.ret == "status_t":
+    if o.ret == "status_t" and not with_args and not uses_lean(c):
         # the C++ call constructs its status in `*out` itself (the twins
-        # have one layout): no copy of the status on the way out
+        # have one layout): no copy of the status on the way out; a caller
+        # that discards the status (rare: it is the popped entry, the
+        # graph's result) goes through a function of its own, so that this
+        # path keeps no spare status in its frame. A posting call's caller
+        # often discards it: a spare in the frame costs it less than the
+        # call
+        lines.append("if (!out) return lci::capi::generated::%s_unwanted(%s);"
+                     % (c.name, ", ".join(call_args(c)[:-1])))
+        lines.append("const lci::status_t* r = ::new (static_cast<void*>(out)) "
+                     "lci::status_t(%s);" % expr)
+        lines += post
+        lines.append("return lci::capi::c(r->error.errorcode);")
+        return lines
+    if o.ret == "status_t":
         lines.append("lci::capi::status_space_t spare;")
         lines.append("const lci::status_t* r = ::new "
                      "(lci::capi::status_slot(out, &spare)) "
@@ -444,6 +457,16 @@ def gen_cpp(ops, attr_getters):
         for line in gen_call(c, True):
             out.append("  %s\n" % line)
         out.append("}\n\n")
+    # lci_<op> whose caller passed no `out`: the same call with a status
+    # of this function's
+    for c in ops:
+        if c.o.ret != "status_t" or c.name in CUSTOM or uses_lean(c):
+            continue
+        ps = c.params()[:-1]
+        out.append("__attribute__((noinline)) lci_error_t %s_unwanted(%s)\n"
+                   "{\n  lci_status_t s;\n  return lci_%s(%s);\n}\n\n"
+                   % (c.name, ", ".join("%s %s" % p for p in ps) or "void",
+                      c.name, ", ".join([n for _, n in ps] + ["&s"])))
     out.append("}  // namespace lci::capi::generated\n\nextern \"C\" {\n\n")
     for c in ops:
         if uses_lean(c):

@@ -104,6 +104,17 @@ LCI_CAPI_FIELD(lci_rmr_t, rmr_t, size, size);
 LCI_CAPI_FIELD(lci_rmr_t, rmr_t, runtime, runtime);
 LCI_CAPI_FIELD(lci_rmr_t, rmr_t, rank, rank);
 static_assert(sizeof(lci_matching_policy_t) == sizeof(matching_policy_t));
+// a C array of buffers is the C++ list itself (capi::cxx_list)
+static_assert(sizeof(lci_buffer_t) == sizeof(buffer_t));
+static_assert(alignof(lci_buffer_t) == alignof(buffer_t));
+static_assert(sizeof(lci_mr_t) == sizeof(mr_t));
+LCI_CAPI_FIELD(lci_buffer_t, buffer_t, base, base);
+LCI_CAPI_FIELD(lci_buffer_t, buffer_t, size, size);
+LCI_CAPI_FIELD(lci_buffer_t, buffer_t, mr, mr);
+static_assert(sizeof(lci_rbuffer_t) == sizeof(rbuffer_t));
+static_assert(alignof(lci_rbuffer_t) == alignof(rbuffer_t));
+LCI_CAPI_FIELD(lci_rbuffer_t, rbuffer_t, disp, disp);
+LCI_CAPI_FIELD(lci_rbuffer_t, rbuffer_t, rmr, rmr);
 #undef LCI_CAPI_FIELD
 
 thread_local std::string t_last_error;

@@ -53,24 +53,17 @@ inline void check_list(const void* p, size_t n)
     throw fatal_error("post_comm: a NULL buffer list with count " +
                       std::to_string(n));
 }
-inline buffers_t cxx_list(const lci_buffer_t* p, size_t n)
+// The C array itself, seen as the C++ list (the elements are twins of
+// the same layout, capi.cpp): like a C++ list, it must outlive the call.
+inline buffers_view_t cxx_list(const lci_buffer_t* p, size_t n)
 {
   check_list(p, n);
-  buffers_t v;
-  if (!p) return v;
-  v.reserve(n);
-  for (size_t i = 0; i < n; ++i)
-    v.emplace_back(p[i].base, p[i].size, cxx(p[i].mr));
-  return v;
+  return buffers_view_t(reinterpret_cast<const buffer_t*>(p), p ? n : 0);
 }
-inline rbuffers_t cxx_list(const lci_rbuffer_t* p, size_t n)
+inline rbuffers_view_t cxx_list(const lci_rbuffer_t* p, size_t n)
 {
   check_list(p, n);
-  rbuffers_t v;
-  if (!p) return v;
-  v.reserve(n);
-  for (size_t i = 0; i < n; ++i) v.emplace_back(p[i].disp, cxx(p[i].rmr));
-  return v;
+  return rbuffers_view_t(reinterpret_cast<const rbuffer_t*>(p), p ? n : 0);
 }
 inline errorcode_t cxx(lci_error_t e) { return static_cast<errorcode_t>(e); }
 inline status_t cxx(const lci_status_t& s)

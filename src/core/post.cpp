@@ -262,7 +262,7 @@ status_t post_comm_x::call_impl(
     uint64_t remote_disp, rmr_t rmr, tag_t tag, rcomp_t remote_comp,
     void* user_context, matching_policy_t matching_policy, bool allow_done,
     bool allow_posted, bool allow_retry, comp_semantic_t comp_semantic,
-    endpoint_t endpoint, buffers_t buffers, rbuffers_t rbuffers)
+    endpoint_t endpoint, buffers_view_t buffers, rbuffers_view_t rbuffers)
 {
   if (!buffers.empty() || !rbuffers.empty())
     return post_list(direction, rank, local_buffer, size, local_comp, runtime,

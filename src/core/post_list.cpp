@@ -56,8 +56,10 @@ class list_comp_t final : public comp_impl_t
   comp_impl_t* user = nullptr;       // signalled when the list ends in progress
   bool recv = false;                 // a receive: scatter `staging`
   char* staging = nullptr;           // malloc'ed: gathered or staged bytes
-  buffers_t scatter;                 // a receive's list
+  buffers_t scatter;                 // a receive's list (the caller's
+                                     // need not outlive the call)
   post_comm_x* signal_op = nullptr;  // put / get with signal: the signal
+                                     // (a single-buffer post: no list)
 
   ~list_comp_t() override
   {
@@ -137,8 +139,8 @@ post_comm_x part_of(const post_comm_x& x, void* buffer, size_t size, mr_t mr,
                     list_comp_t* lc, bool allow_retry)
 {
   post_comm_x p = x;
-  p.buffers_.clear();
-  p.rbuffers_.clear();
+  p.buffers_ = buffers_view_t();
+  p.rbuffers_ = rbuffers_view_t();
   p.local_buffer_ = buffer;
   p.size_ = size;
   p.mr_ = mr;
@@ -152,7 +154,7 @@ post_comm_x part_of(const post_comm_x& x, void* buffer, size_t size, mr_t mr,
 // The list's bad input, before anything is posted.
 size_t check_list(const post_comm_x& x)
 {
-  const buffers_t& b = x.buffers_;
+  const buffers_view_t b = x.buffers_;
   if (b.empty())
     util::throw_fatal(kCall, ": rbuffers (", x.rbuffers_.size(),
                       " remote buffers) given without buffers");
@@ -195,7 +197,7 @@ bool is_rma(const post_comm_x& x)
 // bytes of rmr.
 std::vector<rbuffer_t> remote_targets(const post_comm_x& x)
 {
-  std::vector<rbuffer_t> to = x.rbuffers_;
+  std::vector<rbuffer_t> to(x.rbuffers_.begin(), x.rbuffers_.end());
   if (to.empty()) {
     uint64_t disp = x.remote_disp_;
     for (const buffer_t& b : x.buffers_) {
@@ -214,10 +216,10 @@ void check_remote_buffers(const post_comm_x& x, rt_dev_t rd)
   if (!is_rma(x) || x.rank_ < 0 || x.rank_ >= rd.rt->rank_n) return;
   const std::vector<rbuffer_t> to = remote_targets(x);
   for (size_t i = 0; i < x.buffers_.size(); ++i)
-    check_rmr(rd.rt,
-              x.direction_ == direction_t::IN ? "post_comm (get)"
-                                              : "post_comm (put)",
-              x.rank_, to[i].rmr, to[i].disp, x.buffers_[i].size);
+    check_rmr(
+        rd.rt,
+        x.direction_ == direction_t::IN ? "post_comm (get)" : "post_comm (put)",
+        x.rank_, to[i].rmr, to[i].disp, x.buffers_[i].size);
 }
 
 // Posts the parts with `lc` as their completion, then ends the list if
@@ -226,7 +228,7 @@ void check_remote_buffers(const post_comm_x& x, rt_dev_t rd)
 status_t post_parts(const post_comm_x& x, list_comp_t* lc, bool allow_retry,
                     rt_dev_t rd, size_t total)
 {
-  const buffers_t& bufs = x.buffers_;
+  const buffers_view_t bufs = x.buffers_;
   if (is_rma(x)) {
     const std::vector<rbuffer_t> to = remote_targets(x);
     lc->remaining.store(bufs.size() + 1, std::memory_order_relaxed);
@@ -288,7 +290,7 @@ status_t post_parts(const post_comm_x& x, list_comp_t* lc, bool allow_retry,
       }
     } else {
       lc->recv = true;
-      lc->scatter = bufs;
+      lc->scatter.assign(bufs.begin(), bufs.end());
     }
     lc->remaining.store(2, std::memory_order_relaxed);
     post_comm_x p = part_of(x, buffer, total, mr_t(), lc, allow_retry);
@@ -330,7 +332,7 @@ status_t post_list(direction_t direction, int rank, void* local_buffer,
                    matching_policy_t matching_policy, bool allow_done,
                    bool allow_posted, bool allow_retry,
                    comp_semantic_t comp_semantic, endpoint_t endpoint,
-                   const buffers_t& buffers, const rbuffers_t& rbuffers)
+                   buffers_view_t buffers, rbuffers_view_t rbuffers)
 {
   const post_comm_x x =
       post_comm_x(direction, rank, local_buffer, size, local_comp)

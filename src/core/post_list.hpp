@@ -18,7 +18,7 @@ status_t post_list(direction_t direction, int rank, void* local_buffer,
                    matching_policy_t matching_policy, bool allow_done,
                    bool allow_posted, bool allow_retry,
                    comp_semantic_t comp_semantic, endpoint_t endpoint,
-                   const buffers_t& buffers, const rbuffers_t& rbuffers);
+                   buffers_view_t buffers, rbuffers_view_t rbuffers);
 
 }  // namespace lci
 

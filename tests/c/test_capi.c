@@ -574,6 +574,32 @@ static void test_point_to_point(void)
     CHECK(lci_sync_wait(sync, &got, NULL) == LCI_DONE && got.size == 10 &&
           got.buffer == r1 && memcmp(r1, "abc", 3) == 0 &&
           memcmp(r2, "def", 3) == 0 && memcmp(r3, "ghij", 4) == 0);
+    /* a graph node copies the list: the array may change before it runs */
+    lci_comp_t lg = NULL;
+    lci_graph_node_t ln = NULL;
+    memset(r1, 0, 3);
+    memset(r2, 0, 3);
+    memset(r3, 0, 16);
+    POST(lci_post_recv(0, NULL, 0, 11, sync, &ra, &st));
+    CHECK(rc == LCI_POSTED || rc == LCI_DONE);
+    CHECK(lci_alloc_graph(NULL, &lg) == LCI_DONE);
+    CHECK(lci_graph_add_node_post_send(lg, 0, NULL, 0, 11, &la, &ln) ==
+          LCI_DONE);
+    outs[0].base = p2;
+    outs[1].size = 1;
+    CHECK(lci_graph_start(lg) == LCI_DONE);
+    rc = LCI_RETRY;
+    for (long i = 0; i < 1000000 && rc == LCI_RETRY; ++i) {
+      lci_progress(NULL);
+      rc = lci_graph_test(lg, &st);
+    }
+    CHECK(rc == LCI_DONE);
+    CHECK(lci_sync_wait(sync, &got, NULL) == LCI_DONE && got.size == 10 &&
+          memcmp(r1, "abc", 3) == 0 && memcmp(r2, "def", 3) == 0 &&
+          memcmp(r3, "ghij", 4) == 0);
+    CHECK(lci_free_comp(&lg) == LCI_DONE);
+    outs[0].base = p1;
+    outs[1].size = 6;
     la.buffers = NULL;
     CHECK_FAILS(lci_post_send(0, NULL, 0, 8, LCI_COMP_NULL, &la, &st),
                 "lci_post_send", "NULL buffer list with count 2");

@@ -3,9 +3,9 @@
 // active messages of a list, eager and rendezvous, received into a list
 // (scattered) or one buffer; puts and gets of a list to one remote buffer
 // each and to consecutive bytes of one region, with and without signal;
-// blocking lists. Each list completes exactly once, with buffer = the first
-// buffer and size = the total bytes, and every byte is checked. Then the
-// bad lists: each a fatal_error naming what is wrong.
+// blocking lists; a list in a graph node. Each list completes exactly once,
+// with buffer = the first buffer and size = the total bytes, and every byte is
+// checked. Then the bad lists: each a fatal_error naming what is wrong.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -154,6 +154,37 @@ void am_list(lci::rcomp_t rcomp, lci::comp_t rcq,
   lci::barrier();
   check_empty(lcq, "am list");
   lci::free_comp(&lcq);
+}
+
+// A list in a graph node: graph_add_node_op copies it, so the caller's
+// vector may change and go before the graph runs (a node that still read
+// it would send the junk written into it).
+void graph_list(int salt)
+{
+  pieces_t out({16, 300, 5}, g_me, salt, true);
+  pieces_t in({out.total}, -1, 0, false);
+  lci::comp_t rsync = lci::alloc_sync();
+  lci::status_t r =
+      lci::post_recv(g_prev, in.list[0].base, in.total, salt, rsync);
+  lci::comp_t graph = lci::alloc_graph();
+  {
+    lci::buffers_t list = out.list;
+    lci::graph_add_node_op(
+        graph, lci::post_send_x(g_next, nullptr, 0, salt, lci::COMP_NULL)
+                   .buffers(list));
+    static char junk = 0;
+    list.assign(list.size(), lci::buffer_t(&junk, 1));
+  }
+  lci::graph_start(graph);
+  lci::status_t g;
+  while ((g = lci::graph_test(graph)).is_retry()) lci::progress();
+  r = wait(rsync, r);
+  CHECK(g.is_done(), "graph list %d: graph %s", salt, g.error.get_str());
+  CHECK(r.is_done() && r.size == out.total,
+        "graph list %d: received %zu bytes of %zu", salt, r.size, out.total);
+  CHECK(in.holds(g_prev, salt, out.total), "graph list %d: bytes", salt);
+  lci::free_comp(&graph);
+  lci::free_comp(&rsync);
 }
 
 // Puts and gets of a list. The region: `region_size` bytes; every rank
@@ -341,6 +372,8 @@ int main()
   send_recv({eager, 70000, 5}, {}, 5);
   // a receive list larger than the message
   send_recv({100}, {30, 30, 300}, 6);
+
+  graph_list(10);
 
   lci::comp_t rcq = lci::alloc_cq();
   lci::rcomp_t rcomp = lci::register_rcomp(rcq);
