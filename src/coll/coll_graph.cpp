@@ -140,6 +140,10 @@ struct state_t {
   status_t failed{errorcode_t::done};
   // set with `failed`: the collective posts nothing more
   std::atomic<bool> stopped{false};
+  // set with any other error: the collective's later sends carry no
+  // data, so that every rank downstream finds an error too (a message
+  // shorter than expected) instead of forwarding what this rank holds
+  std::atomic<bool> poisoned{false};
   ~state_t()
   {
     for (auto& b : scratch) scratch_cache_t::get().give(b.first, b.second);
@@ -158,6 +162,8 @@ void record_error(state_t* state, const std::string& error,
   if (failed) {
     state->failed = *failed;
     state->stopped.store(true, std::memory_order_release);
+  } else {
+    state->poisoned.store(true, std::memory_order_release);
   }
 }
 
@@ -190,7 +196,8 @@ struct step_node_t {
       int failed = first_failed_rank(op.runtime_);
       if (failed < 0) {
         try {
-          return op();
+          if (!state->poisoned.load(std::memory_order_acquire)) return op();
+          return poisoned(op);
         } catch (const peer_failure_error& e) {
           // the peer was found failed between the check and the post
           failed = e.failed_rank();
@@ -203,6 +210,14 @@ struct step_node_t {
     return status_t(errorcode_t::done);
   }
   void user_context(void* v) { op.user_context(v); }
+  // a send without data; a receive as it is (it still has to match)
+  static status_t poisoned(post_send_x& op)
+  {
+    post_send_x empty = op;
+    empty.size_ = 0;
+    return empty();
+  }
+  static status_t poisoned(post_recv_x& op) { return op(); }
 };
 using send_node_t = step_node_t<post_send_x>;
 using recv_node_t = step_node_t<post_recv_x>;
@@ -523,15 +538,17 @@ struct hier_t {
     hier_t* h = nullptr;
     part_t part = kBefore;
     void finish(const shm_result_t& r) override { h->part_done(r, part); }
-    // the runtime is being freed with the collective still queued: it
-    // never ends, and its state stays allocated
-    void abandon() override {}
+    // the runtime is being freed with the stage still queued
+    void abandon() override { h->part_abandoned(); }
   };
   // G's completion (its finisher's comp)
   struct graph_done_t final : comp_impl_t {
     hier_t* h = nullptr;
     void signal(status_t s) override
     {
+      // given up (give_up_graph): the caller left; this object stays
+      // allocated for this call and nothing waits for it
+      if (h->g_given_up.load(std::memory_order_acquire)) return;
       shm_result_t r;
       if (s.error.is_fatal()) {
         r.errorcode = s.error.errorcode;
@@ -549,8 +566,12 @@ struct hier_t {
   std::mutex mu;
   int parts = 1;  // not ended yet, the setup included
   bool a_pending = false;
-  bool g_ready = false;  // built (or none) and waiting for A
-  comp_t graph;          // G, not started yet
+  bool g_ready = false;         // built (or none) and waiting for A
+  comp_t graph;                 // G, not started yet
+  finisher_t* g_fin = nullptr;  // G's completion, to free G unstarted
+  bool g_running = false;       // G started and not ended
+  std::atomic<bool> g_given_up{false};
+  bool abandoned = false;  // a stage was dropped with its runtime
   bool b_gated = false;
   shm_result_t result;
   // the caller: a completion object, or a blocking wait
@@ -580,23 +601,30 @@ struct hier_t {
   void part_done(const shm_result_t& r, part_t part, int ended = 1)
   {
     comp_t start;
-    bool open = false, last;
+    bool open = false, last, result_fatal = false;
     int failed = -1;
     {
       std::lock_guard<std::mutex> lock(mu);
       keep(r);
       if (part == kGraph) {
+        g_running = false;
         open = b_gated;
         if (result.errorcode == errorcode_t::fatal_peer_failure)
           failed = result.rank;
         else if (result.errorcode != errorcode_t::done)
           failed = shm_op_t::kFailedOther;
       } else if (part == kBefore) {
+        result_fatal = result.errorcode == errorcode_t::fatal;
         a_pending = false;
         if (g_ready) std::swap(start, graph);
+        g_running = !start.is_empty();
       }
     }
     if (open) b.open_gate(failed);
+    // the node's part is missing: the other representatives must not
+    // get a result without it (a peer failure stops G's posts instead)
+    if (!start.is_empty() && result_fatal)
+      g_fin->state->poisoned.store(true, std::memory_order_release);
     if (!start.is_empty()) graph_start(start);
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -610,18 +638,75 @@ struct hier_t {
   {
     bool no_graph = g.is_empty();
     comp_t start;
+    bool result_fatal;
     {
       std::lock_guard<std::mutex> lock(mu);
       graph = g;
       g_ready = true;
       if (!a_pending) std::swap(start, graph);
+      g_running = !start.is_empty();
+      result_fatal = result.errorcode == errorcode_t::fatal;
     }
+    // A ended already (a team that had stopped finishes it at once)
+    if (!start.is_empty() && result_fatal)
+      g_fin->state->poisoned.store(true, std::memory_order_release);
     if (!start.is_empty()) graph_start(start);
     // one call: the last part's end frees this object
     if (no_graph)
       part_done(shm_result_t(), kGraph, 2);
     else
       part_done(shm_result_t(), kSetup);
+  }
+  // A stage dropped by the team's destructor (its runtime is being freed):
+  // the collective never ends and signals nothing. An unstarted G is
+  // freed with it; the object goes once no part is left. A G that is
+  // running when its runtime goes never ends: it stays allocated, with
+  // this object, as any point-to-point collective's graph does then.
+  void part_abandoned()
+  {
+    comp_t unstarted;
+    finisher_t* fin = nullptr;
+    bool last;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      abandoned = true;
+      a_pending = false;
+      --parts;
+      if (!graph.is_empty()) {
+        std::swap(unstarted, graph);
+        fin = g_fin;
+        --parts;
+      }
+      last = parts == 0;
+    }
+    if (!unstarted.is_empty()) {
+      free_comp(&unstarted);
+      delete fin;
+    }
+    if (last && !blocking) finish_async(this);
+  }
+  // A blocking representative whose progress call raised an error that is
+  // not a peer failure (a receive of G refused a larger message than it
+  // expected, so G never ends): it stops waiting for G, whose state stays
+  // allocated (the network may still write into G's buffers) with this
+  // object, and publishes its last stage without data, so that the ranks
+  // of its node end with an error too. Returns false when G is not
+  // running (the error is not G's).
+  bool give_up_graph()
+  {
+    bool open, last;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!g_running || g_given_up.load(std::memory_order_relaxed))
+        return false;
+      g_running = false;
+      g_given_up.store(true, std::memory_order_release);
+      open = b_gated;
+      last = --parts == 0;
+    }
+    if (open) b.open_gate(shm_op_t::kFailedOther);
+    if (last) end();
+    return true;
   }
   void end()
   {
@@ -636,6 +721,7 @@ struct hier_t {
   [[gnu::noinline]] static void finish_async(hier_t* h)
   {
     std::unique_ptr<hier_t> self(h);
+    if (h->abandoned) return;  // its runtime is gone: nothing to signal
     status_t s = ended_status(h->status, h->result);
     comp_t c = h->comp;
     self.reset();
@@ -685,6 +771,7 @@ void coll_t::run_hier(void* buffer, size_t size)
     fin_->comp = comp_t(&h->g_done);
     fin_->error_out = &h->graph_error;
     fin_->status = status_t(errorcode_t::done);
+    h->g_fin = fin_;
     g = graph_;
     graph_ = comp_t();  // the finisher owns it
   }
@@ -707,10 +794,19 @@ void coll_t::run_hier(void* buffer, size_t size)
     try {
       t->poll();
       progress_x().runtime(call_.runtime).device(call_.device)();
+    } catch (const peer_failure_error&) {
+      // G ends with the failure too (the sweep withdraws its receives)
+      if (!raised) raised = std::current_exception();
     } catch (...) {
       if (!raised) raised = std::current_exception();
+      // G may never end: h stays with it (give_up_graph)
+      if (h->give_up_graph()) own.release();
     }
   }
+  // the error that made this rank give G up comes first: its own stage's
+  // error only says that G failed
+  if (h->g_given_up.load(std::memory_order_relaxed))
+    std::rethrow_exception(raised);
   const shm_result_t& r = h->result;
   if (r.errorcode == errorcode_t::fatal_peer_failure)
     throw peer_failure_error(r.error, r.rank);

@@ -56,6 +56,8 @@ constexpr size_t kMaxGatherBytes = size_t(256) << 10;
 // which costs whole time slices when the node has more ranks than cores
 // (then the split is off: the work is not done in parallel anyway).
 constexpr size_t kSplitBytes = size_t(16) << 10;
+constexpr int32_t kStoppedFatal = 1;
+constexpr int32_t kStoppedPeer = 2;
 
 // item_size fits: the team takes no item larger than a slot. failed: a
 // hierarchical stage that publishes its round without data because an
@@ -128,9 +130,13 @@ const char* kind_name(uint64_t kind)
   return kind < 8 ? names[kind] : "collective";
 }
 
+// `stopped`: this rank's team stopped (ranks disagreed, a peer failed):
+// 0 while it works, kStoppedFatal, or kStoppedPeer + the failed rank. A
+// rank that waits for it in a round it will never publish reads why there.
 struct alignas(64) shm_team_t::ctrl_t {
   std::atomic<uint64_t> arrive;
   desc_t desc[2];
+  std::atomic<int32_t> stopped;
 };
 
 std::unique_ptr<shm_team_t> shm_team_t::open(
@@ -594,6 +600,26 @@ int shm_team_t::wait_for(shm_op_t& op, uint64_t e, bool all,
     if (j == rank_me_ || !(all || needs(op, j))) continue;
     if (ctrl(j)->arrive.load(std::memory_order_acquire) >= e) continue;
     const int g = members_[static_cast<size_t>(j)];
+    if (const int32_t st = ctrl(j)->stopped.load(std::memory_order_acquire)) {
+      std::ostringstream os;
+      os << "lci::" << op.req_.call << ": ";
+      if (st >= kStoppedPeer) {
+        result->errorcode = errorcode_t::fatal_peer_failure;
+        result->rank = st - kStoppedPeer;
+        os << "rank " << result->rank << " failed (reported by rank " << g
+           << "): fatal_peer_failure";
+      } else {
+        result->errorcode = errorcode_t::fatal;
+        result->rank = g;
+        os << "rank " << g
+           << " stopped running collectives after an error and will not "
+              "join round "
+           << op.round_
+           << " (do all ranks pass the same sizes, counts and root?)";
+      }
+      result->error = os.str();
+      return -1;
+    }
     if (!failed_) return 0;
     int dead = failed_(failed_ctx_, g) ? g : -1;
     // hierarchical: a representative that lost a rank of its node during
@@ -725,6 +751,12 @@ bool shm_team_t::poll()
         if (r.errorcode != errorcode_t::done) {
           // the ranks no longer agree on the rounds: every later
           // collective of the team fails with this error
+          if (base_)
+            ctrl(rank_me_)->stopped.store(
+                r.errorcode == errorcode_t::fatal_peer_failure && r.rank >= 0
+                    ? kStoppedPeer + r.rank
+                    : kStoppedFatal,
+                std::memory_order_release);
           std::lock_guard<std::mutex> lock(queue_mu_);
           broken_ = r;
           dropped.assign(queue_.begin(), queue_.end());
