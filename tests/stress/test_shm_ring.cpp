@@ -131,8 +131,10 @@ TEST(ShmRing, SmallRingRandomSizes) { run(64, kTsan ? 200000 : 2000000, 1); }
 
 TEST(ShmRing, LargeRingRandomSizes) { run(2048, kTsan ? 200000 : 2000000, 2); }
 
-// Single-threaded edge cases: empty ring, exactly full ring, a message that
-// needs padding, zero-length messages, the largest message.
+// Single-threaded edge cases: empty ring, exactly full ring (one slot
+// stays free: the producer poisons the slot after its last message), a
+// message that needs padding, zero-length messages, the largest message,
+// messages lent in place (take) and given back with one publish.
 TEST(ShmRing, FullAndWrap)
 {
   const uint64_t n = 16;
@@ -141,8 +143,9 @@ TEST(ShmRing, FullAndWrap)
   ring_consumer_t cons(mem.slots.get(), n, mem.ctrl.get());
   ring_consumer_t::msg_t m;
   EXPECT_FALSE(cons.peek(&m));
-  // 16 one-slot messages fill the ring; the 17th does not fit
-  for (int i = 0; i < 16; ++i) ASSERT_TRUE(prod.push(1, &i, sizeof(i)));
+  // 15 one-slot messages fill the ring; the 16th does not fit
+  for (int i = 0; i < 15; ++i) ASSERT_TRUE(prod.push(1, &i, sizeof(i)));
+  EXPECT_EQ(mem.slots[15].word, lci::net::shm::kPoison);
   int x = 99;
   EXPECT_FALSE(prod.push(1, &x, sizeof(x)));
   // consumed but not published: still full
@@ -151,44 +154,88 @@ TEST(ShmRing, FullAndWrap)
   EXPECT_FALSE(prod.push(1, &x, sizeof(x)));
   cons.publish();
   EXPECT_TRUE(prod.push(1, &x, sizeof(x)));
-  for (int i = 1; i < 17; ++i) {
+  for (int i = 1; i < 16; ++i) {
     ASSERT_TRUE(cons.peek(&m));
     int v;
     std::memcpy(&v, m.payload, sizeof(v));
     EXPECT_EQ(m.length, sizeof(v));
-    EXPECT_EQ(v, i == 16 ? 99 : i);
+    EXPECT_EQ(v, i == 15 ? 99 : i);
     cons.pop(m);
   }
   EXPECT_FALSE(cons.peek(&m));
+  // one more to move to index 1, lent (take) and given back by publish
+  ASSERT_TRUE(prod.push(1, &x, sizeof(x)));
+  ASSERT_TRUE(cons.peek(&m));
+  cons.take(m);
+  EXPECT_TRUE(cons.lent());
+  EXPECT_FALSE(cons.peek(&m));
   cons.publish();
-  // at index 1 now: a 8-slot message fits before the end; then a 8-slot one
-  // needs a pad of 7 slots (15 slots in all, 16 free)
+  EXPECT_FALSE(cons.lent());
+  // at index 1 now: an 8-slot message fits before the end; then an 8-slot
+  // one needs a pad of 7 slots, 16 slots with the poisoned one after it
   std::vector<unsigned char> big(prod.max_payload(), 0xab);
   EXPECT_EQ(big.size(), 8 * kSlot - lci::net::shm::kRingHeader);
   ASSERT_TRUE(prod.push(2, big.data(), big.size()));
-  EXPECT_FALSE(prod.push(4, big.data(), big.size()));  // 8 free
+  EXPECT_EQ(mem.slots[9].word, lci::net::shm::kPoison);
+  EXPECT_FALSE(prod.push(4, big.data(), big.size()));
   ASSERT_TRUE(cons.peek(&m));
   EXPECT_EQ(m.length, big.size());
-  cons.pop(m);
+  // lent: its bytes stay, and its space is not the producer's yet
+  cons.take(m);
+  EXPECT_FALSE(prod.push(4, big.data(), big.size()));
+  EXPECT_EQ(m.payload[0], 0xab);
+  EXPECT_EQ(m.payload[big.size() - 1], 0xab);
   cons.publish();
   ASSERT_TRUE(prod.push(4, big.data(), big.size()));
-  ASSERT_TRUE(prod.push(3, nullptr, 0));
+  EXPECT_EQ(mem.slots[8].word, lci::net::shm::kPoison);
+  EXPECT_FALSE(prod.push(3, nullptr, 0));  // 16 slots taken
   ASSERT_TRUE(cons.peek(&m));
   EXPECT_EQ(m.type, 4);
   EXPECT_EQ(m.payload, mem.slots[0].payload);  // padded to the start
   cons.pop(m);
+  cons.publish();
+  ASSERT_TRUE(prod.push(3, nullptr, 0));
+  // every word the consumer looks at next is poison, never a stale stamp
+  // (slot 9 held the pad's header)
+  EXPECT_EQ(mem.slots[9].word, lci::net::shm::kPoison);
   ASSERT_TRUE(cons.peek(&m));
   EXPECT_EQ(m.length, 0u);
   EXPECT_EQ(m.type, 3);
   cons.pop(m);
   EXPECT_FALSE(cons.peek(&m));
-  // the big messages' continuation slots were poisoned: an all-0xab payload
-  // never looks like a stamp
-  for (uint64_t i = 1; i < 8; ++i)
-    EXPECT_EQ(mem.slots[i].word, lci::net::shm::kPoison);
-  // and the pad's (slots 10..15; 9 held its header)
-  for (uint64_t i = 10; i < 16; ++i)
-    EXPECT_EQ(mem.slots[i].word, lci::net::shm::kPoison) << i;
+}
+
+// A payload that holds, where the next lap's header words go, the very
+// words that would announce messages there: never taken for a message,
+// since each such slot is poisoned before the consumer reaches it.
+TEST(ShmRing, PayloadThatLooksLikeStampsIsNeverAMessage)
+{
+  const uint64_t n = 16;
+  ring_mem_t mem(n);
+  ring_producer_t prod(mem.slots.get(), n, mem.ctrl.get());
+  ring_consumer_t cons(mem.slots.get(), n, mem.ctrl.get());
+  ring_consumer_t::msg_t m;
+  // a 4-slot message at 0..3 whose slots 1..3 begin with the header words
+  // of positions 17..19 (the next lap)
+  std::vector<unsigned char> p(4 * kSlot - lci::net::shm::kRingHeader);
+  for (uint64_t i = 1; i < 4; ++i) {
+    const uint64_t w = lci::net::shm::header_word(n + i, 8, 1);
+    std::memcpy(&p[i * kSlot - lci::net::shm::kRingHeader], &w, sizeof(w));
+  }
+  ASSERT_TRUE(prod.push(1, p.data(), p.size()));
+  ASSERT_TRUE(cons.peek(&m));
+  cons.pop(m);
+  cons.publish();
+  // one-slot messages up to position 16, then the consumer at 17 (slot 1)
+  int x = 5;
+  for (int i = 4; i < 17; ++i) {
+    ASSERT_TRUE(prod.push(1, &x, sizeof(x)));
+    ASSERT_TRUE(cons.peek(&m));
+    cons.pop(m);
+    cons.publish();
+  }
+  EXPECT_FALSE(cons.peek(&m));
+  EXPECT_EQ(cons.head(), 17u);
 }
 
 // util::copy_small (the ring's push and small deliveries use it): every

@@ -4,7 +4,9 @@
 // rank and answers each post as the test scripts it: done (finished in the
 // call, no cqe), posted (a cqe at the next poll) or retry. Checked for each:
 // the data arrives, the completion comes once, and what the core counts in
-// flight (sends, transfers) drops back to zero.
+// flight (sends, transfers) drops back to zero. Messages reach the core one
+// of three ways, as the test chooses: copied into the poll's scratch,
+// lent in place (peek, then release), or into pre-posted receives.
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -26,6 +28,13 @@ namespace net = lci::net;
 // What the fake does with a post.
 enum class answer_t { done, posted };
 
+// How the fake hands incoming messages to the core.
+enum class rx_t {
+  scratch,  // message cqes copied into the poll's scratch buffer
+  lend,     // message cqes pointing into the fake's own memory until release
+  recvs     // recv cqes into pre-posted receives (needs_recvs)
+};
+
 class fake_device_t final : public net::net_device_t
 {
  public:
@@ -33,10 +42,18 @@ class fake_device_t final : public net::net_device_t
   answer_t answer = answer_t::done;
   int retries = 0;  // the next this many posts return retry_nomem
   net::route_caps_t caps{size_t(1) << 20, true};
-  bool use_recvs = false;  // messages land in posted receives (recv cqes)
+  rx_t rx = rx_t::scratch;
   // what happened
   int nsend_copy = 0, npost_send = 0, nwrite = 0, nwriteimm = 0, nread = 0;
   int nretried = 0;
+  int nlent = 0;      // messages lent in place
+  int nreleased = 0;  // releases that gave lent messages back
+  int nbusy = 0;      // polls that found messages still lent (none polled)
+
+  bool needs_recvs() override { return rx == rx_t::recvs; }
+  // messages lent and not released yet; receives posted and not used
+  size_t lent() const { return lent_.size(); }
+  size_t nrecvs() const { return recvs_.size(); }
 
   std::string get_address() override { return "fake"; }
   void connect(const std::vector<std::string>&) override {}
@@ -103,10 +120,16 @@ class fake_device_t final : public net::net_device_t
   }
 
   // local completions first, then the target side's: immediate data, then
-  // messages (in place in the scratch, or into posted receives)
+  // messages (in place in the scratch or in lent memory, or into posted
+  // receives). While messages are lent the fake is busy, as a backend that
+  // keeps its consumer lock until release: nothing polled.
   size_t poll_comp(net::cqe_t* out, size_t max, char* scratch,
                    size_t scratch_size) override
   {
+    if (!lent_.empty()) {
+      ++nbusy;
+      return 0;
+    }
     size_t n = 0;
     while (n < max && !local_.empty()) {
       out[n++] = local_.front();
@@ -119,7 +142,16 @@ class fake_device_t final : public net::net_device_t
     size_t used = 0;
     while (n < max && !inbox_.empty()) {
       const std::string& m = inbox_.front();
-      if (use_recvs) {
+      if (rx == rx_t::lend) {
+        // moved first, then pointed at: the bytes stay where they are
+        // until release
+        lent_.push_back(std::move(inbox_.front()));
+        net::cqe_t c = cqe(net::cqe_t::kind_t::message, lent_.back().data());
+        c.length = lent_.back().size();
+        out[n++] = c;
+        ++nlent;
+        lent_at_ = out;
+      } else if (rx == rx_t::recvs) {
         if (recvs_.empty()) break;
         recv_t rv = recvs_.front();
         recvs_.pop_front();
@@ -140,6 +172,17 @@ class fake_device_t final : public net::net_device_t
       inbox_.pop_front();
     }
     return n;
+  }
+
+  // The lent messages back, overwritten first: a core that read them after
+  // its release would find garbage.
+  void release(const net::cqe_t* batch, size_t n) override
+  {
+    if (lent_.empty() || lent_at_ < batch || lent_at_ >= batch + n) return;
+    for (std::string& m : lent_) m.assign(m.size(), '\xdd');
+    lent_.clear();
+    lent_at_ = nullptr;
+    ++nreleased;
   }
 
  private:
@@ -175,6 +218,8 @@ class fake_device_t final : public net::net_device_t
   }
 
   std::deque<std::string> inbox_;
+  std::deque<std::string> lent_;  // (a deque: elements never move)
+  const net::cqe_t* lent_at_ = nullptr;
   std::deque<net::cqe_t> local_, remote_;
   std::deque<recv_t> recvs_;
 };
@@ -207,15 +252,18 @@ class NetifTest : public ::testing::TestWithParam<answer_t>
   // fake by the next progress
   void install(std::unique_ptr<fake_device_t> f)
   {
-    lci::runtime_impl_t* rt = impl_->runtime;
     impl_->net = net::link_t(std::move(f));
-    impl_->net.connect({"fake"}, rt->max_inject_wire);
     impl_->nrecvs_posted.store(0);
+    reroute();
   }
-  // the routes again, after the test changed fake_->caps
+  // the routes again, after the test changed fake_->caps or fake_->rx, and
+  // the receives to keep posted (as alloc_device resolves them)
   void reroute()
   {
     impl_->net.connect({"fake"}, impl_->runtime->max_inject_wire);
+    impl_->recv_target = impl_->net.needs_recvs()
+                             ? static_cast<int64_t>(impl_->attr.net_max_recvs)
+                             : 0;
   }
 
   bool progress_until(const std::function<bool()>& pred)
@@ -312,7 +360,8 @@ TEST_P(NetifTest, SmallSendRetries)
 // Messages into pre-posted receives (recv cqes) instead of in place.
 TEST_P(NetifTest, ReceivesThroughPostedBuffers)
 {
-  fake_->use_recvs = true;
+  fake_->rx = rx_t::recvs;
+  reroute();
   lci::comp_t cq = lci::alloc_cq();
   std::vector<std::vector<char>> in(4, std::vector<char>(300));
   for (int i = 0; i < 4; ++i)
@@ -334,6 +383,141 @@ TEST_P(NetifTest, ReceivesThroughPostedBuffers)
         << i;
   expect_idle();
   lci::free_comp(&cq);
+}
+
+// Messages lent in place (peek, then release): eager sends through a route
+// that copies and one that takes packets, matched on arrival or later
+// (unexpected), and an active message, with a retried send on the way. No
+// receive is ever posted, and every loan is given back.
+TEST_P(NetifTest, LentMessagesDeliveredInPlace)
+{
+  fake_->rx = rx_t::lend;
+  reroute();
+  EXPECT_EQ(impl_->recv_target, 0);
+  lci::comp_t cq = lci::alloc_cq();
+  lci::rcomp_t rc = lci::register_rcomp(cq);
+  for (bool copies : {true, false}) {
+    fake_->caps = copies ? net::route_caps_t{size_t(1) << 20, true}
+                         : net::route_caps_t{64, false};
+    reroute();
+    fake_->retries = 1;
+    std::vector<char> out1(1000), in1(1000), out2(300), in2(300);
+    lci_test::fill_pattern(out1.data(), out1.size(), 31);
+    lci_test::fill_pattern(out2.data(), out2.size(), 32);
+    ASSERT_TRUE(lci::post_recv_x(0, in1.data(), in1.size(), 1, cq)
+                    .device(dev_)()
+                    .is_posted());
+    for (auto* o : {&out1, &out2}) {
+      const int tag = o == &out1 ? 1 : 2;
+      ASSERT_FALSE(lci_test::post_retry(
+                       [&] {
+                         return lci::post_send_x(0, o->data(), o->size(), tag,
+                                                 lci::COMP_NULL_RETRY)
+                             .device(dev_)();
+                       },
+                       dev_)
+                       .is_retry());
+    }
+    uint64_t v = 0x0102030405060708ull;
+    ASSERT_TRUE(lci::post_am_x(0, &v, sizeof(v), lci::COMP_NULL_RETRY, rc)
+                    .device(dev_)()
+                    .is_done());
+    // the expected send and the active message
+    lci::status_t a = lci_test::pop_wait(cq, dev_);
+    lci::status_t b = lci_test::pop_wait(cq, dev_);
+    ASSERT_TRUE(a.is_done() && b.is_done());
+    if (a.size == sizeof(v)) std::swap(a, b);
+    EXPECT_EQ(a.tag, 1u);
+    EXPECT_EQ(lci_test::first_pattern_mismatch(in1.data(), in1.size(), 31), -1);
+    ASSERT_EQ(b.size, sizeof(v));
+    uint64_t got;
+    std::memcpy(&got, b.buffer, sizeof(got));
+    EXPECT_EQ(got, v);
+    std::free(b.buffer);
+    // the unexpected one, copied out of the loan before its release
+    EXPECT_EQ(fake_->lent(), 0u);
+    lci::status_t c =
+        lci::post_recv_x(0, in2.data(), in2.size(), 2, cq).device(dev_)();
+    if (c.is_posted()) c = lci_test::pop_wait(cq, dev_);
+    ASSERT_TRUE(c.is_done());
+    EXPECT_EQ(lci_test::first_pattern_mismatch(in2.data(), in2.size(), 32), -1);
+    EXPECT_EQ(fake_->nretried, copies ? 1 : 2);
+  }
+  expect_idle();
+  EXPECT_EQ(fake_->nlent, 6);
+  EXPECT_GE(fake_->nreleased, 1);
+  EXPECT_EQ(fake_->lent(), 0u);
+  EXPECT_EQ(fake_->nbusy, 0);
+  EXPECT_EQ(fake_->nrecvs(), 0u);
+  EXPECT_EQ(impl_->nrecvs_posted.load(), 0);
+  lci::deregister_rcomp(rc);
+  lci::free_comp(&cq);
+}
+
+// A lent message whose delivery throws (an active message for a remote
+// completion not registered here): the rest of the poll is still delivered,
+// each message once, and the loan is given back before the error reaches
+// the caller.
+TEST_P(NetifTest, LentMessagesReleasedAfterException)
+{
+  fake_->rx = rx_t::lend;
+  reroute();
+  lci::comp_t cq = lci::alloc_cq();
+  uint64_t v = 7, in = 0, out = 0x55aa55aa55aa55aaull;
+  ASSERT_TRUE(
+      lci::post_recv_x(0, &in, sizeof(in), 4, cq).device(dev_)().is_posted());
+  ASSERT_TRUE(lci::post_am_x(0, &v, sizeof(v), lci::COMP_NULL_RETRY,
+                             lci::rcomp_t(12345))
+                  .device(dev_)()
+                  .is_done());
+  ASSERT_TRUE(lci::post_send_x(0, &out, sizeof(out), 4, lci::COMP_NULL_RETRY)
+                  .device(dev_)()
+                  .is_done());
+  EXPECT_THROW(lci::progress_x().device(dev_)(), lci::fatal_error);
+  EXPECT_EQ(fake_->nlent, 2);
+  EXPECT_EQ(fake_->nreleased, 1);
+  EXPECT_EQ(fake_->lent(), 0u);
+  lci::status_t s = lci::cq_pop(cq);
+  ASSERT_TRUE(s.is_done());
+  EXPECT_EQ(in, out);
+  for (int i = 0; i < 100; ++i) lci::progress_x().device(dev_)();
+  EXPECT_TRUE(lci::cq_pop(cq).is_retry());
+  EXPECT_EQ(fake_->nlent, 2);
+  lci::free_comp(&cq);
+}
+
+// A handler that progresses its device from inside the delivery of a lent
+// message: the nested poll finds the backend busy and returns nothing, and
+// its release does not touch the outer poll's loan.
+lci::device_t g_nested_dev;
+int g_nested_calls = 0;
+void progress_from_handler(lci::status_t s)
+{
+  ++g_nested_calls;
+  lci::progress_x().device(g_nested_dev)();
+  std::free(s.buffer);
+}
+
+TEST_P(NetifTest, HandlerProgressingLeavesLoanAlone)
+{
+  fake_->rx = rx_t::lend;
+  reroute();
+  g_nested_dev = dev_;
+  g_nested_calls = 0;
+  lci::comp_t h = lci::alloc_handler(progress_from_handler);
+  lci::rcomp_t rc = lci::register_rcomp(h);
+  uint64_t v = 9;
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(lci::post_am_x(0, &v, sizeof(v), lci::COMP_NULL_RETRY, rc)
+                    .device(dev_)()
+                    .is_done());
+  EXPECT_TRUE(progress_until([&] { return g_nested_calls == 3; }));
+  EXPECT_EQ(fake_->nlent, 3);
+  EXPECT_GE(fake_->nbusy, 3);
+  EXPECT_EQ(fake_->lent(), 0u);
+  EXPECT_GE(fake_->nreleased, 1);
+  lci::deregister_rcomp(rc);
+  lci::free_comp(&h);
 }
 
 // Above the eager limit: the rendezvous protocol's RTS/RTR/FIN through
