@@ -25,15 +25,7 @@ std::string shm_device_t::debug_state()
          std::to_string((pending_[w] & bit) != 0) + " idle " +
          std::to_string(idle_[r]) + "; ";
   }
-  if (locked) {
-    s += "parked " + std::to_string(overflow_.size()) + " (" +
-         std::to_string(overflow_bytes_) + " B); ";
-    lock_.unlock();
-  }
-  {
-    util::spin_guard_t g(recv_lock_);
-    s += "recvs " + std::to_string(recvs_.size()) + "; ";
-  }
+  if (locked) lock_.unlock();
   s += "local cqes " + std::to_string(local_.size()) + "; ";
   s += "jobs " + std::to_string(jobs_.size()) + "; ";
   for (int r = 0; r < cfg_.rank_n; ++r) {
