@@ -542,9 +542,8 @@ inline bool needs_upkeep(const device_impl_t* dev, size_t n)
 struct batch_t {
   device_impl_t* dev;
   const net::cqe_t* cqes;
-  size_t n;
-  size_t i;  // the completion being handled; n when all were
-  bool released;
+  size_t n;  // 0 once released
+  size_t i;  // the completion being handled
   batch_t* outer;
 };
 // initial-exec: a fixed offset from the thread pointer (see
@@ -570,9 +569,9 @@ void finish_batch(batch_t* b)
       if (!first_error) first_error = std::current_exception();
     }
   }
-  if (!b->released) {
-    b->released = true;
-    b->dev->net.release(b->cqes, b->n);
+  if (const size_t n = b->n) {
+    b->n = 0;
+    b->dev->net.release(b->cqes, n);
   }
   if (first_error) std::rethrow_exception(first_error);
 }
@@ -583,7 +582,7 @@ void finish_batch(batch_t* b)
 [[gnu::noinline]] void finish_batches(device_impl_t* dev)
 {
   for (batch_t* b = g_batches; b; b = b->outer)
-    if (b->dev == dev && !b->released) finish_batch(b);
+    if (b->dev == dev && b->n != 0) finish_batch(b);
 }
 
 // A poll's completions after the one being handled threw (the exception
@@ -626,15 +625,15 @@ void finish_batch(batch_t* b)
   const size_t ncqes = dev->net.poll(cqes, kBatch, scratch, kScratch);
   if (ncqes > 0) {
     n += ncqes;
-    batch_t b{dev, cqes, ncqes, 0, false, g_batches};
+    batch_t b{dev, cqes, ncqes, 0, g_batches};
     g_batches = &b;
     try {
-      for (; b.i < ncqes; ++b.i) handle_cqe(dev, cqes[b.i]);
+      for (; b.i < b.n; ++b.i) handle_cqe(dev, cqes[b.i]);
     } catch (...) {
       finish_after_error(dev, &b);
     }
     g_batches = b.outer;
-    if (__builtin_expect(!b.released, 1)) dev->net.release(cqes, ncqes);
+    if (__builtin_expect(b.n != 0, 1)) dev->net.release(cqes, b.n);
   }
   if (__builtin_expect(needs_upkeep(dev, n), 0)) return progress_upkeep(dev, n);
   return n;

@@ -135,12 +135,20 @@ TEST(ShmRing, LargeRingRandomSizes) { run(2048, kTsan ? 200000 : 2000000, 2); }
 // stays free: the producer poisons the slot after its last message), a
 // message that needs padding, zero-length messages, the largest message,
 // messages lent in place (take) and given back with one publish.
+// A 16-slot ring with its producer and consumer, for the cases below.
+struct small_ring_t {
+  static constexpr uint64_t n = 16;
+  ring_mem_t mem{n};
+  ring_producer_t prod{mem.slots.get(), n, mem.ctrl.get()};
+  ring_consumer_t cons{mem.slots.get(), n, mem.ctrl.get()};
+};
+
 TEST(ShmRing, FullAndWrap)
 {
-  const uint64_t n = 16;
-  ring_mem_t mem(n);
-  ring_producer_t prod(mem.slots.get(), n, mem.ctrl.get());
-  ring_consumer_t cons(mem.slots.get(), n, mem.ctrl.get());
+  small_ring_t ring;
+  ring_mem_t& mem = ring.mem;
+  ring_producer_t& prod = ring.prod;
+  ring_consumer_t& cons = ring.cons;
   ring_consumer_t::msg_t m;
   EXPECT_FALSE(cons.peek(&m));
   // 15 one-slot messages fill the ring; the 16th does not fit
@@ -210,10 +218,10 @@ TEST(ShmRing, FullAndWrap)
 // since each such slot is poisoned before the consumer reaches it.
 TEST(ShmRing, PayloadThatLooksLikeStampsIsNeverAMessage)
 {
-  const uint64_t n = 16;
-  ring_mem_t mem(n);
-  ring_producer_t prod(mem.slots.get(), n, mem.ctrl.get());
-  ring_consumer_t cons(mem.slots.get(), n, mem.ctrl.get());
+  small_ring_t ring;
+  const uint64_t n = small_ring_t::n;
+  ring_producer_t& prod = ring.prod;
+  ring_consumer_t& cons = ring.cons;
   ring_consumer_t::msg_t m;
   // a 4-slot message at 0..3 whose slots 1..3 begin with the header words
   // of positions 17..19 (the next lap)

@@ -256,8 +256,9 @@ class shm_device_t final : public net_device_t
   // True when the ring is (was seen) empty.
   bool drain_ring(int r, cqe_t* out, size_t max, size_t* pn);
 
-  // A ring message other than kMsg (RMA data, immediate data, acks).
-  [[gnu::noinline]] void handle_other(int r, const ring_consumer_t::msg_t& m,
+  // A ring message other than kMsg (RMA data, immediate data, acks); `m`
+  // by value, so that the common path keeps its message in registers.
+  [[gnu::noinline]] void handle_other(int r, ring_consumer_t::msg_t m,
                                       cqe_t* out, size_t* n);
 
   // publishes the rings that lent messages (under lock_)

@@ -124,8 +124,8 @@ bool shm_device_t::drain_ring(int r, cqe_t* out, size_t max, size_t* pn)
   return empty;
 }
 
-void shm_device_t::handle_other(int r, const ring_consumer_t::msg_t& m,
-                                cqe_t* out, size_t* n)
+void shm_device_t::handle_other(int r, ring_consumer_t::msg_t m, cqe_t* out,
+                                size_t* n)
 {
   switch (m.type) {
     case kImm: {
