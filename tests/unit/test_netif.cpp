@@ -270,6 +270,10 @@ class NetifTest : public ::testing::TestWithParam<answer_t>
   {
     return lci_test::progress_until(pred, dev_);
   }
+  // the bodies of Rendezvous and PutGetAndSignal, run once per receive mode
+  void rendezvous_once();
+  void put_get_once();
+
   void expect_idle()
   {
     EXPECT_TRUE(progress_until([&] { return impl_->drained(); }));
@@ -540,6 +544,29 @@ TEST_P(NetifTest, HandlerWaitingForItsPeerProceeds)
 // a retry on the way.
 TEST_P(NetifTest, Rendezvous)
 {
+  for (rx_t rx : {rx_t::scratch, rx_t::lend, rx_t::recvs}) {
+    SCOPED_TRACE(static_cast<int>(rx));
+    fake_->rx = rx;
+    reroute();
+    rendezvous_once();
+  }
+}
+
+// put, get and put with signal into a registered region (large: writes and
+// reads; small with signal: one message through send_small), with each way
+// of receiving messages.
+TEST_P(NetifTest, PutGetAndSignal)
+{
+  for (rx_t rx : {rx_t::scratch, rx_t::lend, rx_t::recvs}) {
+    SCOPED_TRACE(static_cast<int>(rx));
+    fake_->rx = rx;
+    reroute();
+    put_get_once();
+  }
+}
+
+void NetifTest::rendezvous_once()
+{
   const size_t size = 64 * 1024;
   std::vector<char> out(size), in(size);
   lci_test::fill_pattern(out.data(), size, 5);
@@ -564,9 +591,7 @@ TEST_P(NetifTest, Rendezvous)
   lci::free_comp(&ssync);
 }
 
-// put, get and put with signal into a registered region (large: writes and
-// reads; small with signal: one message through send_small).
-TEST_P(NetifTest, PutGetAndSignal)
+void NetifTest::put_get_once()
 {
   const size_t size = 16 * 1024;
   std::vector<char> region(2 * size), buf(size);
