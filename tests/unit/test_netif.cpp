@@ -273,6 +273,15 @@ class NetifTest : public ::testing::TestWithParam<answer_t>
   // the bodies of Rendezvous and PutGetAndSignal, run once per receive mode
   void rendezvous_once();
   void put_get_once();
+  void in_every_receive_mode(const std::function<void()>& body)
+  {
+    for (rx_t rx : {rx_t::scratch, rx_t::lend, rx_t::recvs}) {
+      SCOPED_TRACE(static_cast<int>(rx));
+      fake_->rx = rx;
+      reroute();
+      body();
+    }
+  }
 
   void expect_idle()
   {
@@ -544,12 +553,7 @@ TEST_P(NetifTest, HandlerWaitingForItsPeerProceeds)
 // a retry on the way.
 TEST_P(NetifTest, Rendezvous)
 {
-  for (rx_t rx : {rx_t::scratch, rx_t::lend, rx_t::recvs}) {
-    SCOPED_TRACE(static_cast<int>(rx));
-    fake_->rx = rx;
-    reroute();
-    rendezvous_once();
-  }
+  in_every_receive_mode([this] { rendezvous_once(); });
 }
 
 // put, get and put with signal into a registered region (large: writes and
@@ -557,12 +561,7 @@ TEST_P(NetifTest, Rendezvous)
 // of receiving messages.
 TEST_P(NetifTest, PutGetAndSignal)
 {
-  for (rx_t rx : {rx_t::scratch, rx_t::lend, rx_t::recvs}) {
-    SCOPED_TRACE(static_cast<int>(rx));
-    fake_->rx = rx;
-    reroute();
-    put_get_once();
-  }
+  in_every_receive_mode([this] { put_get_once(); });
 }
 
 void NetifTest::rendezvous_once()
