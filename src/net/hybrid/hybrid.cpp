@@ -192,7 +192,6 @@ class hybrid_device_t final : public net_device_t
   size_t poll_comp(cqe_t* out, size_t max, char* scratch,
                    size_t scratch_size) override
   {
-    size_t used = 0;
     const uint32_t turn = turn_.load(std::memory_order_relaxed);
     turn_.store(turn + 1, std::memory_order_relaxed);
     const bool poll_remote =
@@ -213,6 +212,7 @@ class hybrid_device_t final : public net_device_t
                  bool poll_remote, uint32_t turn, size_t* pn)
   {
     size_t n = 0;
+    size_t used = 0;  // scratch bytes the first side's messages took
     for (int i = 0; i < 2 && n < max; ++i) {
       const bool remote = (i == 0) == ((turn & 1) != 0);
       if (remote && !poll_remote) continue;
