@@ -538,7 +538,9 @@ inline bool needs_upkeep(const device_impl_t* dev, size_t n)
 // of the batch and releases it (finish_batches), so the nested step
 // proceeds, and every peer's messages are still handled in the order they
 // came. The message whose handling polled is done with its bytes by then:
-// the core copies them out before it signals any completion.
+// the core copies them out before it signals any completion. A poll of one
+// completion that lent nothing needs no frame: nothing of it is left for a
+// nested step to finish.
 struct batch_t {
   device_impl_t* dev;
   const net::cqe_t* cqes;
@@ -585,6 +587,15 @@ void finish_batch(batch_t* b)
     if (b->dev == dev && b->n != 0) finish_batch(b);
 }
 
+// The one completion of a poll threw (the exception being handled): the
+// receives are re-posted as after any poll, and the error rethrown.
+[[noreturn, gnu::noinline]] void refill_after_error(device_impl_t* dev)
+{
+  std::exception_ptr error = std::current_exception();
+  if (needs_refill(dev)) refill_recvs(dev);
+  std::rethrow_exception(error);
+}
+
 // A poll's completions after the one being handled threw (the exception
 // being handled): the rest is handled, each once, and released; the
 // receives are re-posted as after any poll, and the first error is
@@ -600,6 +611,23 @@ void finish_batch(batch_t* b)
   g_batches = b->outer;
   if (needs_refill(dev)) refill_recvs(dev);
   std::rethrow_exception(first_error);
+}
+
+// The `n` completions of a poll, on this thread's stack of batches (see
+// batch_t), then released. Out of line: the common poll of a ping-pong
+// returns one completion and lends nothing (progress_step).
+[[gnu::noinline]] void handle_batch(device_impl_t* dev, const net::cqe_t* cqes,
+                                    size_t n)
+{
+  batch_t b{dev, cqes, n, 0, g_batches};
+  g_batches = &b;
+  try {
+    for (; b.i < b.n; ++b.i) handle_cqe(dev, cqes[b.i]);
+  } catch (...) {
+    finish_after_error(dev, &b);
+  }
+  g_batches = b.outer;
+  if (__builtin_expect(b.n != 0, 1)) dev->net.release(cqes, b.n);
 }
 
 // One progress step on a device: backlog, completions, receive refill.
@@ -625,15 +653,17 @@ void finish_batch(batch_t* b)
   const size_t ncqes = dev->net.poll(cqes, kBatch, scratch, kScratch);
   if (ncqes > 0) {
     n += ncqes;
-    batch_t b{dev, cqes, ncqes, 0, g_batches};
-    g_batches = &b;
-    try {
-      for (; b.i < b.n; ++b.i) handle_cqe(dev, cqes[b.i]);
-    } catch (...) {
-      finish_after_error(dev, &b);
+    if (__builtin_expect(ncqes == 1 && !dev->net.lent(), 1)) {
+      // one completion, nothing lent: a step nested in its handling has
+      // nothing of this batch to finish first, so no batch frame
+      try {
+        handle_cqe(dev, cqes[0]);
+      } catch (...) {
+        refill_after_error(dev);
+      }
+    } else {
+      handle_batch(dev, cqes, ncqes);
     }
-    g_batches = b.outer;
-    if (__builtin_expect(b.n != 0, 1)) dev->net.release(cqes, b.n);
   }
   if (__builtin_expect(needs_upkeep(dev, n), 0)) return progress_upkeep(dev, n);
   return n;

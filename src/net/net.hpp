@@ -203,7 +203,8 @@ class net_device_t
   //
   // Peek and consume: after a poll that returned completions, the caller
   // handles every one of them, in order (whether or not handling one
-  // throws), then calls release(out, n). Until then the bytes of its
+  // throws), then calls release(out, n) (link_t skips it when the
+  // backend's loan_marker says nothing is lent). Until then the bytes of its
   // message cqes stay where they are: a backend that lends its own memory
   // keeps it (and the lock that guards it, so that other threads' polls
   // find nothing meanwhile) and takes it back in release(). A caller that
@@ -223,6 +224,11 @@ class net_device_t
     (void)batch;
     (void)n;
   }
+  // Where a backend that lends says whether a loan is out: non-null from a
+  // poll that lent until its release, null otherwise (written by the
+  // lending poll's thread only). The core skips release() while it reads
+  // null: its own poll lent nothing then. Default: null, never lends.
+  virtual const std::atomic<const cqe_t*>* loan_marker() { return nullptr; }
   // Work the backend still has to do for peers on its own: transfers a
   // peer asked of this device (the native shm fallback's reads for a
   // peer's get) waiting for ring space. Such a device is not drained
@@ -262,6 +268,7 @@ class link_t
           c.copies ? c.max_copy : std::min(c.max_copy, inject_wire);
     }
     needs_recvs_ = dev_->needs_recvs();
+    loan_ = dev_->loan_marker();
   }
   void connected() { dev_->connected(); }
 
@@ -309,7 +316,18 @@ class link_t
   {
     return dev_->poll_comp(out, max, scratch, scratch_size);
   }
-  void release(const cqe_t* batch, size_t n) { dev_->release(batch, n); }
+  // (nothing to do when no loan is out: a poll that lent nothing, the
+  // common case, costs a load)
+  void release(const cqe_t* batch, size_t n)
+  {
+    if (lent()) dev_->release(batch, n);
+  }
+  // whether a loan is out: the caller's last poll lent (its own poll's
+  // loan is always seen), or another thread's poll did
+  bool lent() const
+  {
+    return loan_ && loan_->load(std::memory_order_relaxed) != nullptr;
+  }
   bool busy() { return dev_->busy(); }
   std::string debug_state() { return dev_->debug_state(); }
 
@@ -317,6 +335,7 @@ class link_t
   std::unique_ptr<net_device_t> dev_;
   std::vector<size_t> copy_limit_;  // by peer rank
   bool needs_recvs_ = true;
+  const std::atomic<const cqe_t*>* loan_ = nullptr;  // loan_marker()
 };
 
 class context_t

@@ -131,29 +131,18 @@ TEST(ShmRing, SmallRingRandomSizes) { run(64, kTsan ? 200000 : 2000000, 1); }
 
 TEST(ShmRing, LargeRingRandomSizes) { run(2048, kTsan ? 200000 : 2000000, 2); }
 
-// Single-threaded edge cases: empty ring, exactly full ring (one slot
-// stays free: the producer poisons the slot after its last message), a
-// message that needs padding, zero-length messages, the largest message,
-// messages lent in place (take) and given back with one publish.
-// A 16-slot ring with its producer and consumer, for the cases below.
-struct small_ring_t {
-  static constexpr uint64_t n = 16;
-  ring_mem_t mem{n};
-  ring_producer_t prod{mem.slots.get(), n, mem.ctrl.get()};
-  ring_consumer_t cons{mem.slots.get(), n, mem.ctrl.get()};
-};
-
+// Single-threaded edge cases: empty ring, exactly full ring, a message that
+// needs padding, zero-length messages, the largest message.
 TEST(ShmRing, FullAndWrap)
 {
-  small_ring_t ring;
-  ring_mem_t& mem = ring.mem;
-  ring_producer_t& prod = ring.prod;
-  ring_consumer_t& cons = ring.cons;
+  const uint64_t n = 16;
+  ring_mem_t mem(n);
+  ring_producer_t prod(mem.slots.get(), n, mem.ctrl.get());
+  ring_consumer_t cons(mem.slots.get(), n, mem.ctrl.get());
   ring_consumer_t::msg_t m;
   EXPECT_FALSE(cons.peek(&m));
-  // 15 one-slot messages fill the ring; the 16th does not fit
-  for (int i = 0; i < 15; ++i) ASSERT_TRUE(prod.push(1, &i, sizeof(i)));
-  EXPECT_EQ(mem.slots[15].word, lci::net::shm::kPoison);
+  // 16 one-slot messages fill the ring; the 17th does not fit
+  for (int i = 0; i < 16; ++i) ASSERT_TRUE(prod.push(1, &i, sizeof(i)));
   int x = 99;
   EXPECT_FALSE(prod.push(1, &x, sizeof(x)));
   // consumed but not published: still full
@@ -162,66 +151,93 @@ TEST(ShmRing, FullAndWrap)
   EXPECT_FALSE(prod.push(1, &x, sizeof(x)));
   cons.publish();
   EXPECT_TRUE(prod.push(1, &x, sizeof(x)));
-  for (int i = 1; i < 16; ++i) {
+  for (int i = 1; i < 17; ++i) {
     ASSERT_TRUE(cons.peek(&m));
     int v;
     std::memcpy(&v, m.payload, sizeof(v));
     EXPECT_EQ(m.length, sizeof(v));
-    EXPECT_EQ(v, i == 15 ? 99 : i);
+    EXPECT_EQ(v, i == 16 ? 99 : i);
     cons.pop(m);
   }
   EXPECT_FALSE(cons.peek(&m));
-  // one more to move to index 1, lent (take) and given back by publish
-  ASSERT_TRUE(prod.push(1, &x, sizeof(x)));
-  ASSERT_TRUE(cons.peek(&m));
-  cons.take(m);
-  EXPECT_TRUE(cons.lent());
-  EXPECT_FALSE(cons.peek(&m));
   cons.publish();
-  EXPECT_FALSE(cons.lent());
-  // at index 1 now: an 8-slot message fits before the end; then an 8-slot
-  // one needs a pad of 7 slots, 16 slots with the poisoned one after it
+  // at index 1 now: a 8-slot message fits before the end; then a 8-slot one
+  // needs a pad of 7 slots (15 slots in all, 16 free)
   std::vector<unsigned char> big(prod.max_payload(), 0xab);
   EXPECT_EQ(big.size(), 8 * kSlot - lci::net::shm::kRingHeader);
   ASSERT_TRUE(prod.push(2, big.data(), big.size()));
-  EXPECT_EQ(mem.slots[9].word, lci::net::shm::kPoison);
-  EXPECT_FALSE(prod.push(4, big.data(), big.size()));
+  EXPECT_FALSE(prod.push(4, big.data(), big.size()));  // 8 free
   ASSERT_TRUE(cons.peek(&m));
   EXPECT_EQ(m.length, big.size());
-  // lent: its bytes stay, and its space is not the producer's yet
-  cons.take(m);
-  EXPECT_FALSE(prod.push(4, big.data(), big.size()));
-  EXPECT_EQ(m.payload[0], 0xab);
-  EXPECT_EQ(m.payload[big.size() - 1], 0xab);
+  cons.pop(m);
   cons.publish();
   ASSERT_TRUE(prod.push(4, big.data(), big.size()));
-  EXPECT_EQ(mem.slots[8].word, lci::net::shm::kPoison);
-  EXPECT_FALSE(prod.push(3, nullptr, 0));  // 16 slots taken
+  ASSERT_TRUE(prod.push(3, nullptr, 0));
   ASSERT_TRUE(cons.peek(&m));
   EXPECT_EQ(m.type, 4);
   EXPECT_EQ(m.payload, mem.slots[0].payload);  // padded to the start
   cons.pop(m);
-  cons.publish();
-  ASSERT_TRUE(prod.push(3, nullptr, 0));
-  // every word the consumer looks at next is poison, never a stale stamp
-  // (slot 9 held the pad's header)
-  EXPECT_EQ(mem.slots[9].word, lci::net::shm::kPoison);
   ASSERT_TRUE(cons.peek(&m));
   EXPECT_EQ(m.length, 0u);
   EXPECT_EQ(m.type, 3);
   cons.pop(m);
   EXPECT_FALSE(cons.peek(&m));
+  // the big messages' continuation slots were poisoned: an all-0xab payload
+  // never looks like a stamp
+  for (uint64_t i = 1; i < 8; ++i)
+    EXPECT_EQ(mem.slots[i].word, lci::net::shm::kPoison);
+  // and the pad's (slots 10..15; 9 held its header)
+  for (uint64_t i = 10; i < 16; ++i)
+    EXPECT_EQ(mem.slots[i].word, lci::net::shm::kPoison) << i;
 }
 
-// A payload that holds, where the next lap's header words go, the very
-// words that would announce messages there: never taken for a message,
-// since each such slot is poisoned before the consumer reaches it.
-TEST(ShmRing, PayloadThatLooksLikeStampsIsNeverAMessage)
+// Messages lent in place (take): their bytes stay and their space is not
+// the producer's until given back and published; a one-slot message
+// consumed meanwhile publishes nothing; give_back poisons a lent message's
+// continuation slots (its header slot keeps its stamp, an older lap's).
+TEST(ShmRing, LentUntilGivenBack)
 {
-  small_ring_t ring;
-  const uint64_t n = small_ring_t::n;
-  ring_producer_t& prod = ring.prod;
-  ring_consumer_t& cons = ring.cons;
+  const uint64_t n = 16;
+  ring_mem_t mem(n);
+  ring_producer_t prod(mem.slots.get(), n, mem.ctrl.get());
+  ring_consumer_t cons(mem.slots.get(), n, mem.ctrl.get());
+  ring_consumer_t::msg_t m, lent;
+  std::vector<unsigned char> big(4 * kSlot - lci::net::shm::kRingHeader, 0xcd);
+  ASSERT_TRUE(prod.push(1, big.data(), big.size()));  // slots 0..3
+  int x = 7;
+  for (int i = 0; i < 12; ++i) ASSERT_TRUE(prod.push(1, &x, sizeof(x)));
+  EXPECT_FALSE(prod.push(1, &x, sizeof(x)));  // full
+  ASSERT_TRUE(cons.peek(&lent));
+  cons.take(lent);
+  EXPECT_TRUE(cons.lent());
+  // ring-sized budget of one-slot pops (a quarter would publish) while lent
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_TRUE(cons.peek(&m));
+    cons.pop(m);
+  }
+  EXPECT_FALSE(cons.peek(&m));
+  EXPECT_FALSE(prod.push(1, &x, sizeof(x)));  // nothing published yet
+  EXPECT_EQ(lent.payload[0], 0xcd);
+  EXPECT_EQ(lent.payload[big.size() - 1], 0xcd);
+  ring_consumer_t::give_back(lent);
+  for (uint64_t i = 1; i < 4; ++i)
+    EXPECT_EQ(mem.slots[i].word, lci::net::shm::kPoison) << i;
+  cons.publish();
+  EXPECT_FALSE(cons.lent());
+  EXPECT_TRUE(prod.push(1, &x, sizeof(x)));
+  ASSERT_TRUE(cons.peek(&m));
+  EXPECT_EQ(m.payload, mem.slots[0].payload);
+}
+
+// A lent payload that holds, where the next lap's header words go, the
+// very words that would announce messages there: given back (poisoned),
+// never taken for a message when the consumer reaches those slots.
+TEST(ShmRing, LentPayloadThatLooksLikeStampsIsNeverAMessage)
+{
+  const uint64_t n = 16;
+  ring_mem_t mem(n);
+  ring_producer_t prod(mem.slots.get(), n, mem.ctrl.get());
+  ring_consumer_t cons(mem.slots.get(), n, mem.ctrl.get());
   ring_consumer_t::msg_t m;
   // a 4-slot message at 0..3 whose slots 1..3 begin with the header words
   // of positions 17..19 (the next lap)
@@ -232,7 +248,8 @@ TEST(ShmRing, PayloadThatLooksLikeStampsIsNeverAMessage)
   }
   ASSERT_TRUE(prod.push(1, p.data(), p.size()));
   ASSERT_TRUE(cons.peek(&m));
-  cons.pop(m);
+  cons.take(m);
+  ring_consumer_t::give_back(m);
   cons.publish();
   // one-slot messages up to position 16, then the consumer at 17 (slot 1)
   int x = 5;

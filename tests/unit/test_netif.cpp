@@ -46,9 +46,11 @@ class fake_device_t final : public net::net_device_t
   // what happened
   int nsend_copy = 0, npost_send = 0, nwrite = 0, nwriteimm = 0, nread = 0;
   int nretried = 0;
-  int nlent = 0;      // messages lent in place
-  int nreleased = 0;  // releases that gave lent messages back
-  int nbusy = 0;      // polls that found messages still lent (none polled)
+  int nlent = 0;           // messages lent in place
+  int nreleased = 0;       // releases that gave lent messages back
+  int nrelease_calls = 0;  // release() calls (the core skips those of a
+                           // poll that lent nothing)
+  int nbusy = 0;           // polls that found messages still lent (none polled)
 
   bool needs_recvs() override { return rx == rx_t::recvs; }
   // messages lent and not released yet; receives posted and not used
@@ -150,7 +152,7 @@ class fake_device_t final : public net::net_device_t
         c.length = lent_.back().size();
         out[n++] = c;
         ++nlent;
-        lent_at_ = out;
+        lent_at_.store(out, std::memory_order_relaxed);
       } else if (rx == rx_t::recvs) {
         if (recvs_.empty()) break;
         recv_t rv = recvs_.front();
@@ -178,11 +180,17 @@ class fake_device_t final : public net::net_device_t
   // its release would find garbage.
   void release(const net::cqe_t* batch, size_t n) override
   {
-    if (lent_.empty() || lent_at_ < batch || lent_at_ >= batch + n) return;
+    ++nrelease_calls;
+    const net::cqe_t* at = lent_at_.load(std::memory_order_relaxed);
+    if (lent_.empty() || at < batch || at >= batch + n) return;
     for (std::string& m : lent_) m.assign(m.size(), '\xdd');
     lent_.clear();
-    lent_at_ = nullptr;
+    lent_at_.store(nullptr, std::memory_order_relaxed);
     ++nreleased;
+  }
+  const std::atomic<const net::cqe_t*>* loan_marker() override
+  {
+    return &lent_at_;
   }
 
  private:
@@ -219,7 +227,7 @@ class fake_device_t final : public net::net_device_t
 
   std::deque<std::string> inbox_;
   std::deque<std::string> lent_;  // (a deque: elements never move)
-  const net::cqe_t* lent_at_ = nullptr;
+  std::atomic<const net::cqe_t*> lent_at_{nullptr};
   std::deque<net::cqe_t> local_, remote_;
   std::deque<recv_t> recvs_;
 };
@@ -315,6 +323,8 @@ TEST_P(NetifTest, SmallActiveMessageIsCopied)
   std::memcpy(&got, r.buffer, sizeof(got));
   EXPECT_EQ(got, v);
   std::free(r.buffer);
+  // the fake lent nothing: the core never asked for a release
+  EXPECT_EQ(fake_->nrelease_calls, 0);
   lci::deregister_rcomp(rc);
   lci::free_comp(&cq);
 }

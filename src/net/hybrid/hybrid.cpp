@@ -223,12 +223,13 @@ class hybrid_device_t final : public net_device_t
                           scratch ? scratch_size - used : 0);
       for (size_t k = n; k < n + got; ++k) {
         fix(&out[k], remote);
-        if (out[k].kind == cqe_t::kind_t::message)
-          used = std::max<size_t>(
-              used,
-              (static_cast<size_t>(static_cast<char*>(out[k].ctx) - scratch) +
-               out[k].length + 15) &
-                  ~size_t(15));
+        if (out[k].kind != cqe_t::kind_t::message || !scratch) continue;
+        // (a message lent in the backend's memory takes no scratch)
+        const auto at = reinterpret_cast<uintptr_t>(out[k].ctx) -
+                        reinterpret_cast<uintptr_t>(scratch);
+        if (at < scratch_size)
+          used =
+              std::max<size_t>(used, (at + out[k].length + 15) & ~size_t(15));
       }
       if (used > scratch_size) used = scratch_size;
       n += got;
@@ -245,6 +246,13 @@ class hybrid_device_t final : public net_device_t
   {
     local_->release(batch, n);
     remote_->release(batch, n);
+  }
+
+  // only the local side lends (the remote one lands messages in posted
+  // receives, or in the scratch buffer)
+  const std::atomic<const cqe_t*>* loan_marker() override
+  {
+    return local_->loan_marker();
   }
 
   // work either part still does for peers on its own (the native part's

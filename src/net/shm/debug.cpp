@@ -26,6 +26,10 @@ std::string shm_device_t::debug_state()
          std::to_string(idle_[r]) + "; ";
   }
   if (locked) lock_.unlock();
+  {
+    util::spin_guard_t g(recv_lock_);
+    s += "raw recvs " + std::to_string(recvs_.size()) + "; ";
+  }
   s += "local cqes " + std::to_string(local_.size()) + "; ";
   s += "jobs " + std::to_string(jobs_.size()) + "; ";
   for (int r = 0; r < cfg_.rank_n; ++r) {

@@ -19,25 +19,33 @@
 // need no bell at all. Idle cost: one load per 64 cold senders per poll,
 // plus a peek per hot ring.
 //
-// Receiving: peek and consume. A message (kMsg) is never copied by the
-// backend: poll_comp hands the core a message cqe pointing at its payload
-// in the ring (the ring lends it, ring.hpp take) and keeps the consumer
-// lock; the core delivers every cqe of the poll in place, then calls
-// release(), which publishes the lending rings' heads (one store each: the
-// slots go back to their senders) and drops the lock. So no receive is
-// ever pre-posted (needs_recvs is false) and nothing is parked: a message
-// waits in its ring until the core takes it. Other threads polling the
-// device meanwhile find the lock busy (nothing polled); a poll from inside
-// the delivery (a handler that progresses its device) is the core's to
-// order: it delivers the rest of the lent batch and releases it first
-// (core/progress.cpp).
+// Receiving: peek and consume. A message (kMsg) that fits its header slot
+// (24 bytes: an LCI header and up to 8 bytes) is copied as a fixed 24
+// bytes into the poller's scratch buffer and its slot consumed at once; a
+// larger one is not copied by the backend: poll_comp hands the core a
+// message cqe pointing at its payload in the ring (the ring lends it,
+// ring.hpp take) and keeps the consumer lock; the core delivers every cqe
+// of the poll in place, then calls release(), which poisons the lent
+// messages' continuation slots, publishes the lending rings' heads (one
+// store each: the slots go back to their senders) and drops the lock. A
+// poll that lent nothing drops the lock before it returns, and the core
+// skips its release (loan_marker). So the core never pre-posts a receive
+// (needs_recvs is false) and nothing is parked: a message waits in its
+// ring until the core takes it. Other threads polling the device while a
+// loan is out find the lock busy (nothing polled); a poll from inside the
+// delivery (a handler that progresses its device) is the core's to order:
+// it delivers the rest of the lent batch and releases it first
+// (core/progress.cpp). The raw network layer (core/net_post.cpp) polls
+// with no scratch buffer: then every message goes into a receive it posted
+// (post_recv), in order, and a ring whose next message finds none waits.
 //
 // Devices pair by index across ranks, as with ofi. Locks: the consumer side
 // of a device (its rings, pending_) is one try-lock (poll_comp returns 0 when
 // busy), held from a poll that lent messages to its release(); the
 // producer side has a try-lock per destination ring (posts return
-// retry_lock when busy); the local completion list and the fallback
-// transfer queue have short spinlocks of their own.
+// retry_lock when busy); the local completion list, the raw layer's posted
+// receives and the fallback transfer queue have short spinlocks of their
+// own.
 #ifndef LCI_NET_SHM_DEVICE_HPP
 #define LCI_NET_SHM_DEVICE_HPP
 
@@ -46,6 +54,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
@@ -86,6 +95,13 @@ struct config_t {
   bool membarrier;
   // the context's registrations, and its peers' (keys.hpp)
   std::shared_ptr<key_table_t> keys;
+};
+
+// a receive posted by the raw network layer
+struct posted_recv_t {
+  void* buf;
+  size_t size;
+  void* ctx;
 };
 
 struct peer_t {
@@ -135,10 +151,11 @@ class shm_device_t final : public net_device_t
   error_t post_send_network(int rank, const void* buf, size_t size,
                             void* ctx) override;
 
-  // messages are lent in place (message cqes): no receive buffers
+  // messages come in place (message cqes): the core posts no receives
   bool needs_recvs() override { return false; }
 
-  // never called (needs_recvs): a fatal error
+  // a receive of the raw network layer, which polls with no scratch
+  // buffer: the next message of any peer lands in it
   error_t post_recv(void* buf, size_t size, void* ctx) override;
 
   error_t post_write(int rank, const void* buf, size_t size, void*,
@@ -151,7 +168,7 @@ class shm_device_t final : public net_device_t
   error_t post_read(int rank, void* buf, size_t size, void*,
                     const remote_t& remote, void* ctx) override;
 
-  // (no scratch: messages come in place from the rings)
+  // (no scratch: the raw layer's poll, into its posted receives)
   size_t poll_comp(cqe_t* out, size_t max, char* scratch,
                    size_t scratch_size) override;
 
@@ -168,6 +185,8 @@ class shm_device_t final : public net_device_t
     publish_lent();
     lock_.unlock();
   }
+
+  const std::atomic<const cqe_t*>* loan_marker() override { return &lent_at_; }
 
   // fallback transfers (a peer's get, a write's ack) not pushed yet
   bool busy() override { return jobs_.any(); }
@@ -250,20 +269,33 @@ class shm_device_t final : public net_device_t
   }
 
   // Handles the messages of ring r while there is room for completions:
-  // a message (kMsg) is lent in place as a message cqe, every other type
-  // handled by handle_other and consumed; then publishes the ring's head,
-  // unless it lent messages (the ring goes in lent_, release publishes).
-  // True when the ring is (was seen) empty.
+  // a message (kMsg) of one slot is copied into the scratch buffer and
+  // consumed, a larger one lent in place (into lent_msgs_), both as
+  // message cqes; every other type is handled by handle_other and
+  // consumed; then publishes the ring's head, unless it lent messages (the
+  // ring goes in lent_, release publishes). The common case works on
+  // local copies of the ring's consumer state and of the scratch position
+  // (registers: the copy into the scratch may alias any member). True
+  // when the ring is (was seen) empty.
   bool drain_ring(int r, cqe_t* out, size_t max, size_t* pn);
 
-  // A ring message other than kMsg (RMA data, immediate data, acks); `m`
-  // by value, so that the common path keeps its message in registers.
-  [[gnu::noinline]] void handle_other(int r, ring_consumer_t::msg_t m,
+  // A ring message that is not a one-slot kMsg: a larger kMsg lent (or, in
+  // a raw poll, delivered into a posted receive), or RMA data, immediate
+  // data, acks; `m` by value, so that the common path keeps its message in
+  // registers. False when the message must stay in the ring (a raw poll
+  // with no receive posted).
+  [[gnu::noinline]] bool handle_other(int r, ring_consumer_t::msg_t m,
                                       cqe_t* out, size_t* n);
 
-  // publishes the rings that lent messages (under lock_)
+  // the next receive posted by the raw layer, if any
+  bool pop_recv(posted_recv_t* rv);
+
+  // gives the lent messages back and publishes their rings (under lock_)
   void publish_lent()
   {
+    for (const ring_consumer_t::msg_t& m : lent_msgs_)
+      ring_consumer_t::give_back(m);
+    lent_msgs_.clear();
     for (uint32_t i = 0; i < nlent_; ++i) rx_[lent_[i]].publish();
     nlent_ = 0;
   }
@@ -283,15 +315,24 @@ class shm_device_t final : public net_device_t
   std::vector<uint64_t> hot_;      // rings polled directly, bits left set
   std::vector<uint32_t> idle_;     // a hot ring's polls in a row with nothing
   uint32_t idle_polls_ = cfg_.membarrier ? kIdlePollsHeavy : kIdlePolls;
-  // rings whose messages the core holds (nlent_ of them, each once)
+  // rings whose messages the core holds (nlent_ of them, each once), and
+  // those messages
   std::unique_ptr<int[]> lent_;
   uint32_t nlent_ = 0;
+  std::vector<ring_consumer_t::msg_t> lent_msgs_;
+  // the current poll's scratch buffer (one-slot messages), and its free
+  // bytes; null in a raw poll
+  char* scratch_ = nullptr;
+  size_t scratch_left_ = 0;
   // where the poll whose lent messages the core holds wrote its cqes (it
   // holds lock_ until their release); else null. (Batches in use at once
   // are distinct arrays: a release for another batch never matches.)
   std::atomic<const cqe_t*> lent_at_{nullptr};
   local_cqes_t local_;
   job_engine_t jobs_;  // fallback transfers
+  // the raw layer's posted receives, oldest first
+  alignas(64) util::spinlock_t recv_lock_;
+  std::deque<posted_recv_t> recvs_;
 };
 
 }  // namespace lci::net::shm

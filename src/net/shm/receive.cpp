@@ -5,16 +5,28 @@
 namespace lci::net::shm
 {
 
-error_t shm_device_t::post_recv(void*, size_t, void*)
+error_t shm_device_t::post_recv(void* buf, size_t size, void* ctx)
 {
-  util::throw_fatal(
-      "native shm backend: post_recv called, but messages are handed over in "
-      "place (needs_recvs is false)");
+  util::spin_guard_t g(recv_lock_);
+  recvs_.push_back(posted_recv_t{buf, size, ctx});
+  return errorcode_t::posted;
 }
 
-size_t shm_device_t::poll_comp(cqe_t* out, size_t max, char*, size_t)
+bool shm_device_t::pop_recv(posted_recv_t* rv)
+{
+  util::spin_guard_t g(recv_lock_);
+  if (recvs_.empty()) return false;
+  *rv = recvs_.front();
+  recvs_.pop_front();
+  return true;
+}
+
+size_t shm_device_t::poll_comp(cqe_t* out, size_t max, char* scratch,
+                               size_t scratch_size)
 {
   if (!lock_.try_lock()) return 0;
+  scratch_ = scratch;
+  scratch_left_ = scratch ? scratch_size : 0;
   size_t n = 0;
   try {
     if (local_.any()) n = local_.take(out, max);
@@ -97,6 +109,8 @@ bool shm_device_t::drain_ring(int r, cqe_t* out, size_t max, size_t* pn)
 {
   ring_consumer_t c = rx_[r];
   size_t n = *pn;
+  char* scratch = scratch_;
+  size_t left = scratch_left_;
   bool empty = false;
   for (int budget = 64; budget > 0 && n < max; --budget) {
     ring_consumer_t::msg_t m;
@@ -104,36 +118,69 @@ bool shm_device_t::drain_ring(int r, cqe_t* out, size_t max, size_t* pn)
       empty = true;
       break;
     }
-    if (__builtin_expect(m.type == kMsg, 1)) {
-      // lent in place: the core reads it in the ring until release()
-      out[n++] =
-          cqe_t{cqe_t::kind_t::message, const_cast<unsigned char*>(m.payload),
-                m.length, 0, nullptr};
-      c.take(m);
+    constexpr size_t kInSlot = kSlot - kRingHeader;
+    if (__builtin_expect(
+            m.type == kMsg && m.length <= kInSlot && left >= kInSlot, 1)) {
+      // one slot: copied out as a fixed 24 bytes (the slot has them, and
+      // so has the scratch; the copy past the length is never read), and
+      // the slot consumed at once, so no loan holds the device
+      std::memcpy(scratch, m.payload, kInSlot);
+      out[n++] = cqe_t{cqe_t::kind_t::message, scratch, m.length, 0, nullptr};
+      scratch += kSlot;
+      left -= kSlot;
+      c.pop(m);
       continue;
     }
-    handle_other(r, m, out, &n);
-    c.pop(m);
+    rx_[r] = c;
+    const bool ok = handle_other(r, m, out, &n);
+    c = rx_[r];
+    if (!ok) break;  // a raw poll with no receive posted
   }
   if (c.lent())
     lent_[nlent_++] = r;
   else
     c.publish();
   rx_[r] = c;
+  scratch_ = scratch;
+  scratch_left_ = left;
   *pn = n;
   return empty;
 }
 
-void shm_device_t::handle_other(int r, ring_consumer_t::msg_t m, cqe_t* out,
+bool shm_device_t::handle_other(int r, ring_consumer_t::msg_t m, cqe_t* out,
                                 size_t* n)
 {
+  ring_consumer_t& c = rx_[r];
   switch (m.type) {
+    case kMsg: {
+      if (scratch_) {
+        // lent in place: the core reads it in the ring until release()
+        out[(*n)++] =
+            cqe_t{cqe_t::kind_t::message, const_cast<unsigned char*>(m.payload),
+                  m.length, 0, nullptr};
+        lent_msgs_.push_back(m);
+        c.take(m);
+        return true;
+      }
+      // a raw poll: into the oldest posted receive, else it waits
+      posted_recv_t rv;
+      if (!pop_recv(&rv)) return false;
+      const char* err = nullptr;
+      size_t len = m.length;
+      if (len > rv.size) {
+        err = "message larger than the receive buffer";
+        len = rv.size;
+      }
+      if (len) std::memcpy(rv.buf, m.payload, len);
+      out[(*n)++] = cqe_t{cqe_t::kind_t::recv, rv.ctx, len, 0, err};
+      break;
+    }
     case kImm: {
       uint64_t imm;
       std::memcpy(&imm, m.payload, sizeof(imm));
       out[(*n)++] =
           cqe_t{cqe_t::kind_t::remote_write, nullptr, 0, imm, nullptr};
-      return;
+      break;
     }
     case kWriteData:
     case kReadData: {
@@ -143,36 +190,38 @@ void shm_device_t::handle_other(int r, ring_consumer_t::msg_t m, cqe_t* out,
       if (len)
         std::memcpy(reinterpret_cast<void*>(h.addr), m.payload + sizeof(h),
                     len);
-      if (!(h.flags & kLast)) return;
+      if (!(h.flags & kLast)) break;
       if (m.type == kReadData) {
         out[(*n)++] = cqe_t{cqe_t::kind_t::read, reinterpret_cast<void*>(h.ctx),
                             0, 0, nullptr};
-        return;
+        break;
       }
       if (h.flags & kHasImm)
         out[(*n)++] =
             cqe_t{cqe_t::kind_t::remote_write, nullptr, 0, h.imm, nullptr};
       jobs_.add(tx_job_t{r, kWriteAck, nullptr, 1, 0, h.ctx, 0, false});
-      return;
+      break;
     }
     case kWriteAck: {
       uint64_t ctx;
       std::memcpy(&ctx, m.payload, sizeof(ctx));
       out[(*n)++] = cqe_t{cqe_t::kind_t::write, reinterpret_cast<void*>(ctx), 0,
                           0, nullptr};
-      return;
+      break;
     }
     case kReadReq: {
       read_req_t q;
       std::memcpy(&q, m.payload, sizeof(q));
       jobs_.add(tx_job_t{r, kReadData, reinterpret_cast<const char*>(q.raddr),
                          q.size, q.laddr, q.ctx, 0, false});
-      return;
+      break;
     }
     default:
       util::throw_fatal("native shm backend: unknown message type ", m.type,
                         " from rank ", r, " (corrupted ring)");
   }
+  c.pop(m);
+  return true;
 }
 
 }  // namespace lci::net::shm

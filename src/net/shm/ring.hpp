@@ -27,25 +27,26 @@
 // The consumer reads the header word at its position with a seq_cst load
 // (an acquire load that also takes part in the doorbell's proof; a plain
 // load on x86); a stamp equal to its position's means a message is there
-// (and its payload is visible). The consumer reads a position only right
-// after it consumed the message (or pad) ending there, and the producer
-// writes kPoison (0, never a stamp: stamps are odd) over the slot after
-// every message and pad before it publishes that message's header word: so
-// what the consumer finds at its position is that poison or the next
-// message's header, never a stale word of an earlier lap (an old stamp, or
-// payload bytes that happen to look like one). The producer owns that slot
-// already (it keeps one free slot past its tail, see fits), and the
-// consumer never writes to the ring. A zero-filled ring holds no message.
+// (and its payload is visible). Every slot is written once per lap, so
+// what the consumer finds at a position before the message arrives is the
+// previous lap's word there: an older stamp (2 * array size smaller, never
+// equal modulo 2^32 for arrays below 2^31 slots) or kPoison (0, never a
+// stamp: stamps are odd), which the consumer writes over the first word of
+// every continuation slot it consumed (stale payload bytes can never pass
+// for a stamp) and the producer over every slot a pad covers after its
+// header. A zero-filled ring holds no message.
 //
 // Flow control: the consumer's head (the position after its last consumed
 // message) is published to shared memory with a release store, in batches:
 // when a quarter of the ring has been consumed since the last publication,
 // and whenever the consumer calls publish() (the backend does at the end of
 // every poll). A message the consumer takes in place (take) is lent, not
-// consumed: its slots stay as they are and nothing is published until the
-// consumer's publish(), which is then one store however many messages were
-// lent. The producer caches the head and re-reads it (acquire) only when
-// the ring looks full. No atomic read-modify-write anywhere.
+// consumed: nothing is published while a message is lent, and its
+// continuation slots are poisoned only when the caller gives it back
+// (give_back, once done with its bytes), before the publish() that hands
+// its slots to the producer. The producer caches the head and re-reads it
+// (acquire) only when the ring looks full. No atomic read-modify-write
+// anywhere.
 //
 // Thread safety: one producer and one consumer at a time (the backend holds
 // a try-lock per side).
@@ -178,8 +179,7 @@ class ring_producer_t
 
   // Whether a message of `len` bytes fits now (the next push of up to `len`
   // bytes then succeeds: only the consumer changes the free space, and it
-  // only grows it). The slot after the message counts as taken: the push
-  // poisons it.
+  // only grows it).
   bool fits(size_t len)
   {
     uint64_t need = needed(len);
@@ -197,10 +197,9 @@ class ring_producer_t
     const size_t len = alen + blen;
     const uint64_t k = slots_for(len);
     uint64_t idx = tail_ & (nslots_ - 1);
-    // the common case, checked on the cached head: no pad, room (for the
-    // message and the slot after it)
+    // the common case, checked on the cached head: no pad, room
     if (__builtin_expect(
-            idx + k > nslots_ || tail_ + k + 1 - cached_head_ > nslots_, 0)) {
+            idx + k > nslots_ || tail_ + k - cached_head_ > nslots_, 0)) {
       if (!make_room(len)) return false;
       idx = tail_ & (nslots_ - 1);
     }
@@ -214,8 +213,6 @@ class ring_producer_t
       p += alen;
     }
     util::copy_bytes(p, b, blen);
-    // the consumer's next position: never a stale word (see the top)
-    slots_[(idx + k) & (nslots_ - 1)].word = kPoison;
     publish(s, header_word(tail_, len, type));
     tail_ += k;
     prefetch_for_write(&slots_[(tail_ + kPrefetchAhead) & (nslots_ - 1)],
@@ -240,10 +237,10 @@ class ring_producer_t
     if (!fits(len)) return false;
     uint64_t idx = tail_ & (nslots_ - 1);
     if (idx + slots_for(len) > nslots_) {
-      // pad to the end of the array, then start over at 0 (poisoned
-      // first: the consumer's next position)
+      // pad to the end of the array (its slots poisoned: a stale stamp
+      // there could otherwise outlive many laps), then start over at 0
       slot_t* s = &slots_[idx];
-      slots_[0].word = kPoison;
+      for (uint64_t i = idx + 1; i < nslots_; ++i) slots_[i].word = kPoison;
       publish(s, header_word(tail_, (nslots_ - idx) * kSlot, kPad));
       tail_ += nslots_ - idx;
     }
@@ -259,13 +256,12 @@ class ring_producer_t
       store_seq_cst(&s->word, word);
   }
 
-  // slots a message of `len` bytes takes from the tail, padding and the
-  // poisoned slot after it included
+  // slots a message of `len` bytes takes from the tail, padding included
   uint64_t needed(size_t len) const
   {
-    uint64_t k = slots_for(len) + 1;
+    uint64_t k = slots_for(len);
     uint64_t idx = tail_ & (nslots_ - 1);
-    return idx + k - 1 > nslots_ ? (nslots_ - idx) + k : k;
+    return idx + k > nslots_ ? (nslots_ - idx) + k : k;
   }
 
   slot_t* slots_ = nullptr;
@@ -302,6 +298,7 @@ class ring_consumer_t
       if (static_cast<uint32_t>(w) != stamp_of(head_)) return false;
       if (type_of(w) == kPad) {
         head_ += length_of(w) / kSlot;
+        maybe_publish();
         continue;
       }
       m->type = type_of(w);
@@ -311,27 +308,40 @@ class ring_consumer_t
     }
   }
 
-  // Consumes the message peek() returned (published in batches, unless
-  // messages are lent: then at publish()).
+  // Consumes the message peek() returned.
   void pop(const msg_t& m)
   {
-    head_ += slots_for(m.length);
-    if (!lent_ && head_ - published_ >= nslots_ / 4) publish();
+    uint64_t k = slots_for(m.length);
+    slot_t* s = &slots_[head_ & (nslots_ - 1)];
+    for (uint64_t i = 1; i < k; ++i) s[i].word = kPoison;
+    head_ += k;
+    maybe_publish();
   }
 
-  // Moves past the message peek() returned and lends it: its payload stays
-  // where it is, and nothing is published, until publish().
+  // Moves past the message peek() returned and lends it: its slots stay as
+  // they are, and nothing is published, until give_back(m) and publish().
   void take(const msg_t& m)
   {
     head_ += slots_for(m.length);
     lent_ = true;
   }
 
+  // A message lent by take(), whose bytes the caller no longer reads: its
+  // continuation slots poisoned (as pop() does), ready for publish().
+  static void give_back(const msg_t& m)
+  {
+    const uint64_t k = slots_for(m.length);
+    // (a message never wraps: its slots follow its header slot)
+    slot_t* s = reinterpret_cast<slot_t*>(
+        const_cast<unsigned char*>(m.payload) - kRingHeader);
+    for (uint64_t i = 1; i < k; ++i) s[i].word = kPoison;
+  }
+
   // whether messages taken in place wait for publish()
   bool lent() const { return lent_; }
 
-  // Makes the consumed space available to the producer (that of the lent
-  // messages included: the caller is done with them).
+  // Makes the consumed space available to the producer (that of lent
+  // messages included: each was given back).
   void publish()
   {
     lent_ = false;
@@ -344,6 +354,11 @@ class ring_consumer_t
   uint64_t head() const { return head_; }
 
  private:
+  void maybe_publish()
+  {
+    if (!lent_ && head_ - published_ >= nslots_ / 4) publish();
+  }
+
   slot_t* slots_ = nullptr;
   uint64_t nslots_ = 0;
   ring_ctrl_t* ctrl_ = nullptr;
