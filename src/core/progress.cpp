@@ -112,8 +112,12 @@ void deliver_am(runtime_impl_t* rt, const msg_header_t& hdr,
                       ", which is not registered here");
   }
   void* buf = nullptr;
-  if (__builtin_expect(comp::is_zero_copy(comp), 0)) {
-    // zero_copy_am: the payload in a packet (core/am_packet.cpp)
+  if (__builtin_expect(comp::is_zero_copy(comp), 0) &&
+      (!rt->default_pool || size + packet_pool_impl_t::kHeaderBytes <=
+                                rt->default_pool->attr.packet_size)) {
+    // zero_copy_am: the payload in a packet (core/am_packet.cpp); an eager
+    // message larger than a packet (a route with a larger eager limit)
+    // comes in an allocator buffer, as a rendezvous one does
     buf = am_packet(rt, hdr, payload, size, pkt);
     pkt = nullptr;
   } else if (size > 0 && !is_counter(comp)) {

@@ -127,6 +127,12 @@ struct route_caps_t {
   // provider inject, bounded as well by the runtime's inject limit
   // (attribute max_inject_size)
   bool copies = false;
+  // On a route that copies: the largest message (header and payload) the
+  // core sends eagerly, even above what a packet holds (the receiving
+  // backend hands such messages over in place, so neither side needs a
+  // packet for one), when larger than the packet-bound eager limit; at
+  // most max_copy. 0: the packet bounds eager messages on this route.
+  size_t max_eager = 0;
 };
 
 // One backend endpoint of one LCI device. The core reaches it only through
@@ -262,10 +268,12 @@ class link_t
   {
     dev_->connect(addrs);
     copy_limit_.assign(addrs.size(), 0);
+    eager_limit_.assign(addrs.size(), 0);
     for (size_t r = 0; r < addrs.size(); ++r) {
       const route_caps_t c = dev_->route(static_cast<int>(r));
       copy_limit_[r] =
           c.copies ? c.max_copy : std::min(c.max_copy, inject_wire);
+      eager_limit_[r] = c.copies ? std::min(c.max_eager, c.max_copy) : 0;
     }
     needs_recvs_ = dev_->needs_recvs();
     loan_ = dev_->loan_marker();
@@ -276,6 +284,12 @@ class link_t
   size_t copy_limit(int rank) const
   {
     return copy_limit_[static_cast<size_t>(rank)];
+  }
+  // the largest message (wire header included) the route to `rank` carries
+  // eagerly without a packet (route_caps_t::max_eager; 0: none)
+  size_t eager_limit(int rank) const
+  {
+    return eager_limit_[static_cast<size_t>(rank)];
   }
 
   error_t send_copy(int rank, const void* head, size_t hlen, const void* tail,
@@ -333,7 +347,8 @@ class link_t
 
  private:
   std::unique_ptr<net_device_t> dev_;
-  std::vector<size_t> copy_limit_;  // by peer rank
+  std::vector<size_t> copy_limit_;   // by peer rank
+  std::vector<size_t> eager_limit_;  // by peer rank
   bool needs_recvs_ = true;
   const std::atomic<const cqe_t*>* loan_ = nullptr;  // loan_marker()
 };

@@ -408,6 +408,82 @@ TEST_P(NetifTest, ReceivesThroughPostedBuffers)
   lci::free_comp(&cq);
 }
 
+// A route whose backend hands messages over in place may carry eager
+// messages larger than a packet (route_caps_t::max_eager): sent by
+// send_copy, done at once, no rendezvous; matched on arrival, unexpected
+// (kept in a heap copy), and as active messages, also to a zero_copy_am
+// completion object (an allocator buffer: no packet holds it). A route
+// without it sends the same size by rendezvous.
+TEST_P(NetifTest, EagerAbovePacketWhereTheRouteAllows)
+{
+  fake_->rx = rx_t::lend;
+  fake_->caps = net::route_caps_t{size_t(1) << 20, true, 16384};
+  reroute();
+  const size_t size = 12000;
+  ASSERT_GT(size, lci::get_max_bcopy_size());
+  std::vector<char> out(size), in(size);
+  lci_test::fill_pattern(out.data(), size, 41);
+  lci::comp_t cq = lci::alloc_cq();
+  lci::comp_t zcq = lci::alloc_cq_x().zero_copy_am(true)();
+  lci::rcomp_t rc = lci::register_rcomp(cq);
+  lci::rcomp_t zrc = lci::register_rcomp(zcq);
+  // matched on arrival
+  ASSERT_TRUE(
+      lci::post_recv_x(0, in.data(), size, 5, cq).device(dev_)().is_posted());
+  lci::status_t s =
+      lci::post_send_x(0, out.data(), size, 5, lci::COMP_NULL_RETRY)
+          .device(dev_)();
+  EXPECT_TRUE(s.is_done());
+  EXPECT_EQ(fake_->nsend_copy, 1);
+  lci::status_t r = lci_test::pop_wait(cq, dev_);
+  ASSERT_TRUE(r.is_done());
+  EXPECT_EQ(r.size, size);
+  EXPECT_EQ(lci_test::first_pattern_mismatch(in.data(), size, 41), -1);
+  // unexpected: kept after its loan went back
+  std::fill(in.begin(), in.end(), 0);
+  ASSERT_TRUE(lci::post_send_x(0, out.data(), size, 6, lci::COMP_NULL_RETRY)
+                  .device(dev_)()
+                  .is_done());
+  EXPECT_TRUE(progress_until([&] { return fake_->nlent == 2; }));
+  EXPECT_TRUE(progress_until([&] { return fake_->lent() == 0; }));
+  r = lci::post_recv_x(0, in.data(), size, 6, cq).device(dev_)();
+  if (r.is_posted()) r = lci_test::pop_wait(cq, dev_);
+  ASSERT_TRUE(r.is_done());
+  EXPECT_EQ(lci_test::first_pattern_mismatch(in.data(), size, 41), -1);
+  // active messages
+  for (lci::rcomp_t to : {rc, zrc}) {
+    ASSERT_TRUE(lci::post_am_x(0, out.data(), size, lci::COMP_NULL_RETRY, to)
+                    .device(dev_)()
+                    .is_done());
+    lci::status_t a = lci_test::pop_wait(to == rc ? cq : zcq, dev_);
+    ASSERT_TRUE(a.is_done());
+    ASSERT_EQ(a.size, size);
+    EXPECT_EQ(lci_test::first_pattern_mismatch(static_cast<char*>(a.buffer),
+                                               size, 41),
+              -1);
+    std::free(a.buffer);
+  }
+  EXPECT_EQ(fake_->nsend_copy, 4);
+  EXPECT_EQ(fake_->nwrite + fake_->nwriteimm + fake_->nread, 0);
+  // the same size on a route without it: rendezvous
+  fake_->caps = net::route_caps_t{size_t(1) << 20, true};
+  reroute();
+  std::fill(in.begin(), in.end(), 0);
+  ASSERT_FALSE(
+      lci::post_recv_x(0, in.data(), size, 7, cq).device(dev_)().is_retry());
+  lci::status_t t = lci::post_send_x(0, out.data(), size, 7, cq).device(dev_)();
+  ASSERT_FALSE(t.is_retry());
+  int ndone = t.is_done() ? 1 : 0;
+  while (ndone < 2) ndone += lci_test::pop_wait(cq, dev_).is_done() ? 1 : 0;
+  EXPECT_EQ(lci_test::first_pattern_mismatch(in.data(), size, 41), -1);
+  EXPECT_GE(fake_->nwrite + fake_->nwriteimm + fake_->nread, 1);
+  expect_idle();
+  lci::deregister_rcomp(rc);
+  lci::deregister_rcomp(zrc);
+  lci::free_comp(&zcq);
+  lci::free_comp(&cq);
+}
+
 // Messages lent in place (peek, then release): eager sends through a route
 // that copies and one that takes packets, matched on arrival or later
 // (unexpected), and an active message, with a retried send on the way. No

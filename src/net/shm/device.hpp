@@ -82,6 +82,12 @@ namespace lci::net::shm
 constexpr uint32_t kIdlePolls = 1024;
 constexpr uint32_t kIdlePollsHeavy = 64 * kIdlePolls;
 
+// The largest message (header and payload) the core sends eagerly to a
+// peer here (route_caps_t::max_eager): up to it one copy into the ring and
+// one out of it (the receiver reads the message in place) cost less than
+// the rendezvous's three more messages and its CMA call.
+constexpr size_t kMaxEager = size_t(16) << 10;
+
 struct config_t {
   int rank_me, rank_n;
   std::string node;  // net::node_id of this rank
@@ -127,10 +133,12 @@ class shm_device_t final : public net_device_t
   void connected() override;
 
   // Every message the core sends fits a ring slot run: it is copied there
-  // as it would be from a packet, so a send never needs a packet.
+  // as it would be from a packet, so a send never needs a packet; nor does
+  // a receive (messages come in place), so eager messages may be larger
+  // than a packet.
   route_caps_t route(int) override
   {
-    return route_caps_t{tx_[0].prod.max_payload(), true};
+    return route_caps_t{tx_[0].prod.max_payload(), true, kMaxEager};
   }
 
   // the header and the payload straight into the ring: one copy
