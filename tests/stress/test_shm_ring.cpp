@@ -131,14 +131,22 @@ TEST(ShmRing, SmallRingRandomSizes) { run(64, kTsan ? 200000 : 2000000, 1); }
 
 TEST(ShmRing, LargeRingRandomSizes) { run(2048, kTsan ? 200000 : 2000000, 2); }
 
+// A 16-slot ring with its producer and consumer, for the cases below.
+struct small_ring_t {
+  static constexpr uint64_t n = 16;
+  ring_mem_t mem{n};
+  ring_producer_t prod{mem.slots.get(), n, mem.ctrl.get()};
+  ring_consumer_t cons{mem.slots.get(), n, mem.ctrl.get()};
+};
+
 // Single-threaded edge cases: empty ring, exactly full ring, a message that
 // needs padding, zero-length messages, the largest message.
 TEST(ShmRing, FullAndWrap)
 {
-  const uint64_t n = 16;
-  ring_mem_t mem(n);
-  ring_producer_t prod(mem.slots.get(), n, mem.ctrl.get());
-  ring_consumer_t cons(mem.slots.get(), n, mem.ctrl.get());
+  small_ring_t ring;
+  ring_mem_t& mem = ring.mem;
+  ring_producer_t& prod = ring.prod;
+  ring_consumer_t& cons = ring.cons;
   ring_consumer_t::msg_t m;
   EXPECT_FALSE(cons.peek(&m));
   // 16 one-slot messages fill the ring; the 17th does not fit
@@ -197,10 +205,10 @@ TEST(ShmRing, FullAndWrap)
 // continuation slots (its header slot keeps its stamp, an older lap's).
 TEST(ShmRing, LentUntilGivenBack)
 {
-  const uint64_t n = 16;
-  ring_mem_t mem(n);
-  ring_producer_t prod(mem.slots.get(), n, mem.ctrl.get());
-  ring_consumer_t cons(mem.slots.get(), n, mem.ctrl.get());
+  small_ring_t ring;
+  ring_mem_t& mem = ring.mem;
+  ring_producer_t& prod = ring.prod;
+  ring_consumer_t& cons = ring.cons;
   ring_consumer_t::msg_t m, lent;
   std::vector<unsigned char> big(4 * kSlot - lci::net::shm::kRingHeader, 0xcd);
   ASSERT_TRUE(prod.push(1, big.data(), big.size()));  // slots 0..3
@@ -234,10 +242,10 @@ TEST(ShmRing, LentUntilGivenBack)
 // never taken for a message when the consumer reaches those slots.
 TEST(ShmRing, LentPayloadThatLooksLikeStampsIsNeverAMessage)
 {
-  const uint64_t n = 16;
-  ring_mem_t mem(n);
-  ring_producer_t prod(mem.slots.get(), n, mem.ctrl.get());
-  ring_consumer_t cons(mem.slots.get(), n, mem.ctrl.get());
+  small_ring_t ring;
+  const uint64_t n = small_ring_t::n;
+  ring_producer_t& prod = ring.prod;
+  ring_consumer_t& cons = ring.cons;
   ring_consumer_t::msg_t m;
   // a 4-slot message at 0..3 whose slots 1..3 begin with the header words
   // of positions 17..19 (the next lap)
