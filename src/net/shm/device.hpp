@@ -19,10 +19,11 @@
 // need no bell at all. Idle cost: one load per 64 cold senders per poll,
 // plus a peek per hot ring.
 //
-// Receiving: peek and consume. A message (kMsg) that fits its header slot
-// (24 bytes: an LCI header and up to 8 bytes) is copied as a fixed 24
-// bytes into the poller's scratch buffer and its slot consumed at once; a
-// larger one is not copied by the backend: poll_comp hands the core a
+// Receiving: peek and consume. A message (kMsg) of up to kCopyMax bytes is
+// copied into the poller's scratch buffer while it has room (one that fits
+// its header slot, 24 bytes: an LCI header and up to 8 bytes, as a fixed
+// 24 bytes, inline) and its slots consumed at once; a larger one is not
+// copied by the backend: poll_comp hands the core a
 // message cqe pointing at its payload in the ring (the ring lends it,
 // ring.hpp take) and keeps the consumer lock; the core delivers every cqe
 // of the poll in place, then calls release(), which poisons the lent
@@ -81,6 +82,12 @@ namespace lci::net::shm
 // costs a load per poll, a cool-down a system call
 constexpr uint32_t kIdlePolls = 1024;
 constexpr uint32_t kIdlePollsHeavy = 64 * kIdlePolls;
+
+// Messages (header and payload) up to this size are copied into the
+// poller's scratch buffer and consumed at once while it has room; larger
+// ones are lent in place (poll_comp): below it the copy costs less than
+// the loan (the batch frame, the release call, the lock held meanwhile).
+constexpr size_t kCopyMax = 1024;
 
 // The largest message (header and payload) the core sends eagerly to a
 // peer here (route_caps_t::max_eager): up to it one copy into the ring and
@@ -277,18 +284,19 @@ class shm_device_t final : public net_device_t
   }
 
   // Handles the messages of ring r while there is room for completions:
-  // a message (kMsg) of one slot is copied into the scratch buffer and
-  // consumed, a larger one lent in place (into lent_msgs_), both as
-  // message cqes; every other type is handled by handle_other and
-  // consumed; then publishes the ring's head, unless it lent messages (the
-  // ring goes in lent_, release publishes). The common case works on
-  // local copies of the ring's consumer state and of the scratch position
+  // a message (kMsg) up to kCopyMax is copied into the scratch buffer and
+  // consumed (one of one slot here, inline), a larger one lent in place
+  // (into lent_msgs_), both as message cqes; every other type is handled by
+  // handle_other and consumed; then publishes the ring's head, unless it lent
+  // messages (the ring goes in lent_, release publishes). The common case works
+  // on local copies of the ring's consumer state and of the scratch position
   // (registers: the copy into the scratch may alias any member). True
   // when the ring is (was seen) empty.
   bool drain_ring(int r, cqe_t* out, size_t max, size_t* pn);
 
-  // A ring message that is not a one-slot kMsg: a larger kMsg lent (or, in
-  // a raw poll, delivered into a posted receive), or RMA data, immediate
+  // A ring message that is not a one-slot kMsg: a larger kMsg copied or
+  // lent (or, in a raw poll, delivered into a posted receive), or RMA
+  // data, immediate
   // data, acks; `m` by value, so that the common path keeps its message in
   // registers. False when the message must stay in the ring (a raw poll
   // with no receive posted).
@@ -328,7 +336,7 @@ class shm_device_t final : public net_device_t
   std::unique_ptr<int[]> lent_;
   uint32_t nlent_ = 0;
   std::vector<ring_consumer_t::msg_t> lent_msgs_;
-  // the current poll's scratch buffer (one-slot messages), and its free
+  // the current poll's scratch buffer (messages up to kCopyMax), and its free
   // bytes; null in a raw poll
   char* scratch_ = nullptr;
   size_t scratch_left_ = 0;

@@ -132,8 +132,12 @@ bool shm_device_t::drain_ring(int r, cqe_t* out, size_t max, size_t* pn)
       continue;
     }
     rx_[r] = c;
+    scratch_ = scratch;
+    scratch_left_ = left;
     const bool ok = handle_other(r, m, out, &n);
     c = rx_[r];
+    scratch = scratch_;
+    left = scratch_left_;
     if (!ok) break;  // a raw poll with no receive posted
   }
   if (c.lent())
@@ -153,6 +157,17 @@ bool shm_device_t::handle_other(int r, ring_consumer_t::msg_t m, cqe_t* out,
   ring_consumer_t& c = rx_[r];
   switch (m.type) {
     case kMsg: {
+      const size_t room = (m.length + 15) & ~size_t(15);
+      if (scratch_ && m.length <= kCopyMax && room <= scratch_left_) {
+        // small enough that the copy costs less than the loan and its
+        // release: into the scratch, consumed at once
+        std::memcpy(scratch_, m.payload, m.length);
+        out[(*n)++] =
+            cqe_t{cqe_t::kind_t::message, scratch_, m.length, 0, nullptr};
+        scratch_ += room;
+        scratch_left_ -= room;
+        break;
+      }
       if (scratch_) {
         // lent in place: the core reads it in the ring until release()
         out[(*n)++] =
