@@ -65,6 +65,10 @@ class device_impl_t
 
   // receives currently pre-posted, and sends whose packet is still in flight
   alignas(64) std::atomic<int64_t> nrecvs_posted{0};
+  // receives progress keeps pre-posted: attr.net_max_recvs, or 0 when the
+  // backend hands messages over in place (net::link_t::needs_recvs; set
+  // at connect)
+  int64_t recv_target = 0;
   // the last re-posting of receives found the pool empty (until one fills
   // every slot again): arriving sends that wait unmatched then leave their
   // packet (packet_pool_impl_t::detach)
