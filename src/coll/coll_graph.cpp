@@ -576,7 +576,8 @@ struct hier_t {
   // one part ended; A's end starts G, G's end opens B's gate
   // (the part counts as ended only after what it starts: this object
   // lives until then)
-  void part_done(const shm_result_t& r, part_t part)
+  // (`ended` parts at once: the setup may end together with its part)
+  void part_done(const shm_result_t& r, part_t part, int ended = 1)
   {
     comp_t start;
     bool open = false, last;
@@ -599,7 +600,8 @@ struct hier_t {
     if (!start.is_empty()) graph_start(start);
     {
       std::lock_guard<std::mutex> lock(mu);
-      last = --parts == 0;
+      parts -= ended;
+      last = parts == 0;
     }
     if (last) end();
   }
@@ -615,8 +617,11 @@ struct hier_t {
       if (!a_pending) std::swap(start, graph);
     }
     if (!start.is_empty()) graph_start(start);
-    if (no_graph) part_done(shm_result_t(), kGraph);
-    part_done(shm_result_t(), kSetup);
+    // one call: the last part's end frees this object
+    if (no_graph)
+      part_done(shm_result_t(), kGraph, 2);
+    else
+      part_done(shm_result_t(), kSetup);
   }
   void end()
   {
@@ -624,9 +629,15 @@ struct hier_t {
       done.store(true, std::memory_order_release);
       return;
     }
-    std::unique_ptr<hier_t> self(this);
-    status_t s = ended_status(status, result);
-    comp_t c = comp;
+    finish_async(this);
+  }
+  // Out of line: inlined into run_hier, the compiler cannot tell that a
+  // blocking call never takes this branch and warns of a use after free.
+  [[gnu::noinline]] static void finish_async(hier_t* h)
+  {
+    std::unique_ptr<hier_t> self(h);
+    status_t s = ended_status(h->status, h->result);
+    comp_t c = h->comp;
     self.reset();
     c.p_impl->signal(s);
   }
