@@ -170,7 +170,7 @@ RUNS = {
                      "multihost_bandwidth_loaded_2026-11-27.csv",
                      "Two hosts, large messages on a loaded machine"),
     "capi": (SHM, "704f916, 2026-11-27", "capi_2026-11-27.csv",
-             "After the merge of 2026-11-27"),
+             "The day's branches merged"),
     "kmer": (SHM, "02e705f, 2026-11-26", "kmer_2026-11-26.csv",
              "Across two hosts"),
 }

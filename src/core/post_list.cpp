@@ -185,6 +185,41 @@ size_t check_list(const post_comm_x& x)
   return total;
 }
 
+// A put or get list (a send, AM or receive list has no remote buffers).
+bool is_rma(const post_comm_x& x)
+{
+  return !x.rbuffers_.empty() || !x.rmr_.is_empty();
+}
+
+// Where each buffer of a put/get list goes: rbuffers[i], or the next
+// bytes of rmr.
+std::vector<rbuffer_t> remote_targets(const post_comm_x& x)
+{
+  std::vector<rbuffer_t> to = x.rbuffers_;
+  if (to.empty()) {
+    uint64_t disp = x.remote_disp_;
+    for (const buffer_t& b : x.buffers_) {
+      to.emplace_back(disp, x.rmr_);
+      disp += b.size;
+    }
+  }
+  return to;
+}
+
+// Every remote buffer is checked before anything is allocated or the first
+// transfer starts: a bad one later in the list must not leave the earlier
+// ones in flight.
+void check_remote_buffers(const post_comm_x& x, rt_dev_t rd)
+{
+  if (!is_rma(x) || x.rank_ < 0 || x.rank_ >= rd.rt->rank_n) return;
+  const std::vector<rbuffer_t> to = remote_targets(x);
+  for (size_t i = 0; i < x.buffers_.size(); ++i)
+    check_rmr(rd.rt,
+              x.direction_ == direction_t::IN ? "post_comm (get)"
+                                              : "post_comm (put)",
+              x.rank_, to[i].rmr, to[i].disp, x.buffers_[i].size);
+}
+
 // Posts the parts with `lc` as their completion, then ends the list if
 // they all completed: done, or posted (lc signals `user` later), or a
 // retry code (nothing was posted; lc is freed).
@@ -192,25 +227,8 @@ status_t post_parts(const post_comm_x& x, list_comp_t* lc, bool allow_retry,
                     rt_dev_t rd, size_t total)
 {
   const buffers_t& bufs = x.buffers_;
-  const bool rma = !x.rbuffers_.empty() || !x.rmr_.is_empty();
-  if (rma) {
-    // where each buffer goes: rbuffers[i], or the next bytes of rmr
-    std::vector<rbuffer_t> to = x.rbuffers_;
-    if (to.empty()) {
-      uint64_t disp = x.remote_disp_;
-      for (const buffer_t& b : bufs) {
-        to.emplace_back(disp, x.rmr_);
-        disp += b.size;
-      }
-    }
-    // every remote buffer is checked before the first transfer: a bad one
-    // later in the list must not leave the earlier ones in flight
-    if (x.rank_ >= 0 && x.rank_ < rd.rt->rank_n)
-      for (size_t i = 0; i < bufs.size(); ++i)
-        check_rmr(rd.rt,
-                  x.direction_ == direction_t::IN ? "post_comm (get)"
-                                                  : "post_comm (put)",
-                  x.rank_, to[i].rmr, to[i].disp, bufs[i].size);
+  if (is_rma(x)) {
+    const std::vector<rbuffer_t> to = remote_targets(x);
     lc->remaining.store(bufs.size() + 1, std::memory_order_relaxed);
     for (size_t i = 0; i < bufs.size(); ++i) {
       post_comm_x p = part_of(x, bufs[i].base, bufs[i].size, bufs[i].mr, lc,
@@ -337,6 +355,7 @@ status_t post_list(direction_t direction, int rank, void* local_buffer,
   const size_t total = check_list(x);
   rt_dev_t rd = resolve_device(
       x.runtime_, endpoint_device(x.endpoint_, x.device_, kCall), kCall);
+  check_remote_buffers(x, rd);
   auto* lc = new list_comp_t;
   lc->result =
       done_status(x.rank_, x.buffers_[0].base, total, x.tag_, x.user_context_);
