@@ -467,24 +467,27 @@ size_t release_held_packets(device_impl_t* dev)
   return freed.size();
 }
 
-// Called when a progress step found nothing to do: counts such steps while
-// the pool is dry, and scans for held packets every starved_scan_after of
-// them (doubling that after a scan that freed nothing, up to ~1M steps;
-// back to 64 once the pool is no longer dry).
+// Counts the progress steps while the pool is dry, and scans for held
+// packets every starved_scan_after of them (doubling that after a scan
+// that freed nothing, up to ~1M steps; back to 64 once the pool is no
+// longer dry). Steps that found work count too: messages that a backend
+// hands over in place need no receive, so they can keep every step busy
+// while the messages that do need one (hybrid: the network route's) wait
+// for a receive that the dry pool cannot re-post.
 size_t progress_starved(device_impl_t* dev)
 {
   if (!dev->recv_starved.load(std::memory_order_relaxed) &&
       !dev->backlog.waiting_for_packet()) {
-    if (dev->starved_idle.load(std::memory_order_relaxed) != 0)
-      dev->starved_idle.store(0, std::memory_order_relaxed);
+    if (dev->starved_steps.load(std::memory_order_relaxed) != 0)
+      dev->starved_steps.store(0, std::memory_order_relaxed);
     if (dev->starved_scan_after.load(std::memory_order_relaxed) != 64)
       dev->starved_scan_after.store(64, std::memory_order_relaxed);
     return 0;
   }
-  uint32_t idle = dev->starved_idle.fetch_add(1, std::memory_order_relaxed);
+  uint32_t steps = dev->starved_steps.fetch_add(1, std::memory_order_relaxed);
   uint32_t after = dev->starved_scan_after.load(std::memory_order_relaxed);
-  if (idle + 1 < after) return 0;
-  dev->starved_idle.store(0, std::memory_order_relaxed);
+  if (steps + 1 < after) return 0;
+  dev->starved_steps.store(0, std::memory_order_relaxed);
   size_t n = release_held_packets(dev);
   dev->starved_scan_after.store(n > 0 ? 64 : std::min(after * 2, 1u << 20),
                                 std::memory_order_relaxed);
@@ -513,22 +516,21 @@ inline bool needs_refill(const device_impl_t* dev)
 [[gnu::noinline]] size_t progress_upkeep(device_impl_t* dev, size_t n)
 {
   if (needs_refill(dev)) refill_recvs(dev);
-  if (n == 0) return progress_starved(dev);
-  if (dev->starved_idle.load(std::memory_order_relaxed) != 0)
-    dev->starved_idle.store(0, std::memory_order_relaxed);
-  return n;
+  return n + progress_starved(dev);
 }
 
 // Whether progress_upkeep has anything to do after a poll that found n
-// things: a receive to re-post, a dry pool, or its step counts to reset
-// (one test on one cache line in the common case).
+// things: a receive to re-post, a dry pool (or steps counted while it
+// was), or its scan interval to reset (one test on one cache line in the
+// common case; the backlog waiting for a packet starts the count only in
+// a step that found nothing).
 inline bool needs_upkeep(const device_impl_t* dev, size_t n)
 {
   // (bitwise: one branch; the loads share the device's counters line)
   return (dev->nrecvs_posted.load(std::memory_order_relaxed) <
           dev->recv_target) |
          dev->recv_starved.load(std::memory_order_relaxed) |
-         (dev->starved_idle.load(std::memory_order_relaxed) != 0) |
+         (dev->starved_steps.load(std::memory_order_relaxed) != 0) |
          (dev->starved_scan_after.load(std::memory_order_relaxed) != 64) |
          (n == 0 && dev->backlog.waiting_for_packet());
 }
