@@ -516,6 +516,12 @@ inline bool needs_refill(const device_impl_t* dev)
 [[gnu::noinline]] size_t progress_upkeep(device_impl_t* dev, size_t n)
 {
   if (needs_refill(dev)) refill_recvs(dev);
+  // (a step that found work, nothing dry and nothing counted: the common
+  // re-posting of a receive)
+  if (n != 0 && !dev->recv_starved.load(std::memory_order_relaxed) &&
+      dev->starved_steps.load(std::memory_order_relaxed) == 0 &&
+      dev->starved_scan_after.load(std::memory_order_relaxed) == 64)
+    return n;
   return n + progress_starved(dev);
 }
 
