@@ -451,7 +451,10 @@ OPS = [
        doc="return a packet from get_upacket that was not posted"),
     op("get_max_bcopy_size", "size_t",
        [RT, opt("packet_pool_t", "packet_pool", "packet_pool_t()")],
-       doc="largest payload sent with the eager (buffer-copy) protocol"),
+       doc="largest payload sent with the eager (buffer-copy) protocol on "
+       "every route (a packet's payload); a route whose backend carries "
+       "larger messages without a packet (native shm, alone or under "
+       "hybrid) sends eagerly up to 16368 bytes, or this if larger"),
     op("alloc_matching_engine", "matching_engine_t", [
         RT, opt("matching_engine_make_key_t", "make_key", "nullptr")],
        attrs_of="matching_engine",

@@ -73,7 +73,10 @@ void connect_device(runtime_impl_t* rt, device_impl_t* dev)
   dev->net = net::link_t(rt->net_context->alloc_device(net_attr));
   dev->net.connect(exchange_addresses(rt, dev->net.get_address()),
                    rt->max_inject_wire);
-  progress_device(dev);  // pre-posts the receives
+  dev->recv_target = dev->net.needs_recvs()
+                         ? static_cast<int64_t>(dev->attr.net_max_recvs)
+                         : 0;
+  progress_device(dev);  // pre-posts the receives (if the backend needs any)
   // nobody sends to this device before every rank has posted its receives
   via_bootstrap("alloc_device", [&] { rt->bootstrap->barrier(); });
   dev->net.connected();

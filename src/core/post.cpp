@@ -174,7 +174,9 @@ template <bool kLean>
   } else if (in) {
     a.policy = effective_policy(a.policy, rank, tag);
     path = post_path_t::recv;
-  } else if (size > eager_limit(a.pool, a.dev)) {
+  } else if (size > eager_limit(a.pool, a.dev) &&
+             (a.upacket || a.semantic != comp_semantic_t::memory ||
+              !eager_by_route(a.dev, rank, size))) {
     if (a.upacket)
       util::throw_fatal(call, ": size ", size,
                         " exceeds the payload of the user packet (",
@@ -327,7 +329,9 @@ status_t post_comm_x::call_lean(direction_t direction, int rank,
   if (direction == direction_t::OUT) {
     matching_engine_impl_t* me = rt->default_me;
     if (__builtin_expect(
-            common && size <= eager_limit(dev->pool, dev) &&
+            common &&
+                (size <= eager_limit(dev->pool, dev) ||
+                 eager_by_route(dev, rank, size)) &&
                 (remote_comp == RCOMP_NULL
                      ? me != nullptr
                      : remote_comp <= msg_header_t::kAuxMax) &&

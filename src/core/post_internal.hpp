@@ -111,6 +111,15 @@ inline size_t eager_limit(packet_pool_impl_t* send_pool, device_impl_t* dev)
   return packet - sizeof(msg_header_t);
 }
 
+// Whether a post of `size` bytes to `rank` above the packet-bound eager
+// limit still goes eagerly: a route that carries larger messages without a
+// packet (net::link_t::eager_limit), for a post that needs none (not from
+// a user packet, comp_semantic memory).
+inline bool eager_by_route(device_impl_t* dev, int rank, size_t size)
+{
+  return size + sizeof(msg_header_t) <= dev->net.eager_limit(rank);
+}
+
 // Wildcards on a receive select the matching policy that ignores them.
 inline matching_policy_t effective_policy(matching_policy_t policy, int rank,
                                           tag_t tag)

@@ -75,7 +75,7 @@ namespace
 
 void refill_recvs(device_impl_t* dev)
 {
-  const auto max = static_cast<int64_t>(dev->attr.net_max_recvs);
+  const int64_t max = dev->recv_target;
   const size_t size = dev->pool->attr.packet_size;
   while (dev->nrecvs_posted.load(std::memory_order_relaxed) < max) {
     if (dev->nrecvs_posted.fetch_add(1, std::memory_order_relaxed) >= max) {
@@ -112,8 +112,12 @@ void deliver_am(runtime_impl_t* rt, const msg_header_t& hdr,
                       ", which is not registered here");
   }
   void* buf = nullptr;
-  if (__builtin_expect(comp::is_zero_copy(comp), 0)) {
-    // zero_copy_am: the payload in a packet (core/am_packet.cpp)
+  if (__builtin_expect(comp::is_zero_copy(comp), 0) &&
+      (!rt->default_pool || size + packet_pool_impl_t::kHeaderBytes <=
+                                rt->default_pool->attr.packet_size)) {
+    // zero_copy_am: the payload in a packet (core/am_packet.cpp); an eager
+    // message larger than a packet (a route with a larger eager limit)
+    // comes in an allocator buffer, as a rendezvous one does
     buf = am_packet(rt, hdr, payload, size, pkt);
     pkt = nullptr;
   } else if (size > 0 && !is_counter(comp)) {
@@ -463,24 +467,27 @@ size_t release_held_packets(device_impl_t* dev)
   return freed.size();
 }
 
-// Called when a progress step found nothing to do: counts such steps while
-// the pool is dry, and scans for held packets every starved_scan_after of
-// them (doubling that after a scan that freed nothing, up to ~1M steps;
-// back to 64 once the pool is no longer dry).
+// Counts the progress steps while the pool is dry, and scans for held
+// packets every starved_scan_after of them (doubling that after a scan
+// that freed nothing, up to ~1M steps; back to 64 once the pool is no
+// longer dry). Steps that found work count too: messages that a backend
+// hands over in place need no receive, so they can keep every step busy
+// while the messages that do need one (hybrid: the network route's) wait
+// for a receive that the dry pool cannot re-post.
 size_t progress_starved(device_impl_t* dev)
 {
   if (!dev->recv_starved.load(std::memory_order_relaxed) &&
       !dev->backlog.waiting_for_packet()) {
-    if (dev->starved_idle.load(std::memory_order_relaxed) != 0)
-      dev->starved_idle.store(0, std::memory_order_relaxed);
+    if (dev->starved_steps.load(std::memory_order_relaxed) != 0)
+      dev->starved_steps.store(0, std::memory_order_relaxed);
     if (dev->starved_scan_after.load(std::memory_order_relaxed) != 64)
       dev->starved_scan_after.store(64, std::memory_order_relaxed);
     return 0;
   }
-  uint32_t idle = dev->starved_idle.fetch_add(1, std::memory_order_relaxed);
+  uint32_t steps = dev->starved_steps.fetch_add(1, std::memory_order_relaxed);
   uint32_t after = dev->starved_scan_after.load(std::memory_order_relaxed);
-  if (idle + 1 < after) return 0;
-  dev->starved_idle.store(0, std::memory_order_relaxed);
+  if (steps + 1 < after) return 0;
+  dev->starved_steps.store(0, std::memory_order_relaxed);
   size_t n = release_held_packets(dev);
   dev->starved_scan_after.store(n > 0 ? 64 : std::min(after * 2, 1u << 20),
                                 std::memory_order_relaxed);
@@ -499,7 +506,7 @@ size_t progress_starved(device_impl_t* dev)
 inline bool needs_refill(const device_impl_t* dev)
 {
   return dev->nrecvs_posted.load(std::memory_order_relaxed) <
-             static_cast<int64_t>(dev->attr.net_max_recvs) ||
+             dev->recv_target ||
          dev->recv_starved.load(std::memory_order_relaxed);
 }
 
@@ -509,43 +516,130 @@ inline bool needs_refill(const device_impl_t* dev)
 [[gnu::noinline]] size_t progress_upkeep(device_impl_t* dev, size_t n)
 {
   if (needs_refill(dev)) refill_recvs(dev);
-  if (n == 0) return progress_starved(dev);
-  if (dev->starved_idle.load(std::memory_order_relaxed) != 0)
-    dev->starved_idle.store(0, std::memory_order_relaxed);
-  return n;
+  // (a step that found work, nothing dry and nothing counted: the common
+  // re-posting of a receive)
+  if (n != 0 && !dev->recv_starved.load(std::memory_order_relaxed) &&
+      dev->starved_steps.load(std::memory_order_relaxed) == 0 &&
+      dev->starved_scan_after.load(std::memory_order_relaxed) == 64)
+    return n;
+  return n + progress_starved(dev);
 }
 
 // Whether progress_upkeep has anything to do after a poll that found n
-// things: a receive to re-post, a dry pool, or its step counts to reset
-// (one test on one cache line in the common case).
+// things: a receive to re-post, a dry pool (or steps counted while it
+// was), or its scan interval to reset (one test on one cache line in the
+// common case; the backlog waiting for a packet starts the count only in
+// a step that found nothing).
 inline bool needs_upkeep(const device_impl_t* dev, size_t n)
 {
   // (bitwise: one branch; the loads share the device's counters line)
   return (dev->nrecvs_posted.load(std::memory_order_relaxed) <
-          static_cast<int64_t>(dev->attr.net_max_recvs)) |
+          dev->recv_target) |
          dev->recv_starved.load(std::memory_order_relaxed) |
-         (dev->starved_idle.load(std::memory_order_relaxed) != 0) |
+         (dev->starved_steps.load(std::memory_order_relaxed) != 0) |
          (dev->starved_scan_after.load(std::memory_order_relaxed) != 64) |
          (n == 0 && dev->backlog.waiting_for_packet());
 }
 
-// A poll's completions from cqes[0..n) on, after one of them threw (the
-// exception being handled): each is handled even if one of them is bad;
-// then the receives are re-posted as after any poll, and the first error is
-// rethrown. Out of line: the common poll has no error.
-[[noreturn, gnu::noinline]] void finish_after_error(device_impl_t* dev,
-                                                    const net::cqe_t* cqes,
-                                                    size_t n)
+// The completions of one poll that this thread is handling, in order: a
+// stack of them, innermost first, since handling one may progress a device
+// (a handler or completion callback that waits for more traffic). Until
+// the batch is released (net.hpp, poll_comp), a backend that lent the
+// messages in place holds them, and its device gives nothing more; a
+// nested progress step on the same device therefore first handles the rest
+// of the batch and releases it (finish_batches), so the nested step
+// proceeds, and every peer's messages are still handled in the order they
+// came. The message whose handling polled is done with its bytes by then:
+// the core copies them out before it signals any completion. A poll of one
+// completion that lent nothing needs no frame: nothing of it is left for a
+// nested step to finish.
+struct batch_t {
+  device_impl_t* dev;
+  const net::cqe_t* cqes;
+  size_t n;  // 0 once released
+  size_t i;  // the completion being handled
+  batch_t* outer;
+};
+// initial-exec: a fixed offset from the thread pointer (see
+// resource/packet_pool.cpp)
+#if defined(__GNUC__) && !defined(__APPLE__)
+thread_local batch_t* g_batches __attribute__((tls_model("initial-exec"))) =
+    nullptr;
+#else
+thread_local batch_t* g_batches = nullptr;
+#endif
+
+// The completions of `b` after the one being handled (b->i), each once
+// even if one of them throws (the shared cursor b->i: a step nested in one
+// of them carries on from there), then its release; the first error is
+// rethrown.
+void finish_batch(batch_t* b)
 {
-  std::exception_ptr first_error = std::current_exception();
-  for (size_t i = 0; i < n; ++i) {
+  std::exception_ptr first_error;
+  while (++b->i < b->n) {
     try {
-      handle_cqe(dev, cqes[i]);
+      handle_cqe(b->dev, b->cqes[b->i]);
     } catch (...) {
+      if (!first_error) first_error = std::current_exception();
     }
   }
+  if (const size_t n = b->n) {
+    b->n = 0;
+    b->dev->net.release(b->cqes, n);
+  }
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+// A progress step on `dev` from inside the handling of a batch of this
+// thread: a batch of `dev` still held is finished first. Out of line: the
+// common step is not nested.
+[[gnu::noinline]] void finish_batches(device_impl_t* dev)
+{
+  for (batch_t* b = g_batches; b; b = b->outer)
+    if (b->dev == dev && b->n != 0) finish_batch(b);
+}
+
+// The one completion of a poll threw (the exception being handled): the
+// receives are re-posted as after any poll, and the error rethrown.
+[[noreturn, gnu::noinline]] void refill_after_error(device_impl_t* dev)
+{
+  std::exception_ptr error = std::current_exception();
+  if (needs_refill(dev)) refill_recvs(dev);
+  std::rethrow_exception(error);
+}
+
+// A poll's completions after the one being handled threw (the exception
+// being handled): the rest is handled, each once, and released; the
+// receives are re-posted as after any poll, and the first error is
+// rethrown. Out of line: the common poll has no error.
+[[noreturn, gnu::noinline]] void finish_after_error(device_impl_t* dev,
+                                                    batch_t* b)
+{
+  std::exception_ptr first_error = std::current_exception();
+  try {
+    finish_batch(b);
+  } catch (...) {
+  }
+  g_batches = b->outer;
   if (needs_refill(dev)) refill_recvs(dev);
   std::rethrow_exception(first_error);
+}
+
+// The `n` completions of a poll, on this thread's stack of batches (see
+// batch_t), then released. Out of line: the common poll of a ping-pong
+// returns one completion and lends nothing (progress_step).
+[[gnu::noinline]] void handle_batch(device_impl_t* dev, const net::cqe_t* cqes,
+                                    size_t n)
+{
+  batch_t b{dev, cqes, n, 0, g_batches};
+  g_batches = &b;
+  try {
+    for (; b.i < b.n; ++b.i) handle_cqe(dev, cqes[b.i]);
+  } catch (...) {
+    finish_after_error(dev, &b);
+  }
+  g_batches = b.outer;
+  if (__builtin_expect(b.n != 0, 1)) dev->net.release(cqes, b.n);
 }
 
 // One progress step on a device: backlog, completions, receive refill.
@@ -555,13 +649,15 @@ inline bool needs_upkeep(const device_impl_t* dev, size_t n)
 [[gnu::always_inline]] inline size_t progress_step(device_impl_t* dev)
 {
   constexpr size_t kBatch = 16;
-  // small messages may come in place, in here (net.hpp, poll_comp)
+  // small messages may come in place, in here or in the backend's own
+  // memory until the release (net.hpp, poll_comp)
   constexpr size_t kScratch = 4096;
+  if (__builtin_expect(g_batches != nullptr, 0)) finish_batches(dev);
   size_t n = dev->backlog.empty() ? 0 : dev->backlog.drain();
   // the backend writes the entries it returns: left uninitialized (cqe_t's
   // member defaults would cost a store per entry and per poll)
-  union batch_t {
-    batch_t() {}
+  union cqes_t {
+    cqes_t() {}
     net::cqe_t at[kBatch];
   } batch;
   net::cqe_t* cqes = batch.at;
@@ -569,11 +665,16 @@ inline bool needs_upkeep(const device_impl_t* dev, size_t n)
   const size_t ncqes = dev->net.poll(cqes, kBatch, scratch, kScratch);
   if (ncqes > 0) {
     n += ncqes;
-    size_t i = 0;
-    try {
-      for (; i < ncqes; ++i) handle_cqe(dev, cqes[i]);
-    } catch (...) {
-      finish_after_error(dev, cqes + i + 1, ncqes - i - 1);
+    if (__builtin_expect(ncqes == 1 && !dev->net.lent(), 1)) {
+      // one completion, nothing lent: a step nested in its handling has
+      // nothing of this batch to finish first, so no batch frame
+      try {
+        handle_cqe(dev, cqes[0]);
+      } catch (...) {
+        refill_after_error(dev);
+      }
+    } else {
+      handle_batch(dev, cqes, ncqes);
     }
   }
   if (__builtin_expect(needs_upkeep(dev, n), 0)) return progress_upkeep(dev, n);

@@ -4,8 +4,10 @@
 // completion queue, address vector). The interface is narrow, so that a
 // libibverbs or shared-memory backend fits it: messages to a rank (copied at
 // once where the backend owns memory for them, else from a buffer that
-// completes later), pre-posted receives, RDMA write (optionally with
-// immediate data) and read into registered memory, and polling. A post may
+// completes later), received in place where the backend owns the memory
+// they arrive in (peek, then release) or into pre-posted receives where it
+// does not, RDMA write (optionally with immediate data) and read into
+// registered memory, and polling. A post may
 // complete in the call (done) when the backend finished it there; the core
 // never waits for a completion that has nothing left to report. The core
 // never sees a backend type: it holds a link_t. A backend registers a
@@ -89,8 +91,9 @@ struct cqe_t {
     read,          // post_read finished: the data is in the local buffer
     remote_write,  // a peer's post_writeimm landed here (ctx is null)
     // a message handed over in place, without a pre-posted receive: ctx
-    // points at its `length` bytes in the caller's scratch buffer (see
-    // poll_comp), valid until the caller's next poll with that buffer
+    // points at its `length` bytes, in memory the backend owns (its ring)
+    // or in the caller's scratch buffer (see poll_comp), valid until the
+    // caller's release()
     message
   } kind;
   void* ctx;      // as given to the post call (message: the bytes)
@@ -125,6 +128,12 @@ struct route_caps_t {
   // provider inject, bounded as well by the runtime's inject limit
   // (attribute max_inject_size)
   bool copies = false;
+  // On a route that copies: the largest message (header and payload) the
+  // core sends eagerly, even above what a packet holds (the receiving
+  // backend hands such messages over in place, so neither side needs a
+  // packet for one), when larger than the packet-bound eager limit; at
+  // most max_copy. 0: the packet bounds eager messages on this route.
+  size_t max_eager = 0;
 };
 
 // One backend endpoint of one LCI device. The core reaches it only through
@@ -163,8 +172,14 @@ class net_device_t
   // posted or retry_* (never done).
   virtual error_t post_send_network(int rank, const void* buf, size_t size,
                                     void* ctx) = 0;
+  // Whether messages land only in pre-posted receive buffers (post_recv),
+  // so that the core must keep some posted; false for a backend that owns
+  // the memory messages arrive in and hands each over in place (message
+  // cqes). Fixed once connect has returned. Default: true.
+  virtual bool needs_recvs() { return true; }
   // Pre-post a receive buffer; a recv cqe with `ctx` arrives when a message
-  // has landed in it. posted, or retry_lock / retry_nomem.
+  // has landed in it. posted, or retry_lock / retry_nomem. Only called when
+  // needs_recvs().
   virtual error_t post_recv(void* buf, size_t size, void* ctx) = 0;
   // RDMA write of `size` (1..max_msg_size) bytes to `remote` in the
   // target's registration; `desc` is the local registration's (null when
@@ -186,14 +201,41 @@ class net_device_t
   virtual error_t post_read(int rank, void* buf, size_t size, void* desc,
                             const remote_t& remote, void* ctx) = 0;
   // Up to `max` completions; 0 when none (or the lock was busy). A failed
-  // operation comes back as a cqe with `error` set. A backend may copy
-  // small incoming messages into `scratch` (`scratch_size` bytes, 16-byte
-  // aligned) instead of into pre-posted receive buffers and return them as
-  // `message` cqes: no receive is consumed, and the core handles them in
-  // place (copied once more only into the user's buffer). Messages of one
-  // peer come out in the order sent whichever way each one takes.
+  // operation comes back as a cqe with `error` set. Incoming messages may
+  // come as `message` cqes instead of into pre-posted receive buffers:
+  // pointing into memory the backend owns (peek), or copied into `scratch`
+  // (`scratch_size` bytes, 16-byte aligned); the core handles them in
+  // place (copied once, into their destination). Messages of one peer come
+  // out in the order sent whichever way each one takes.
+  //
+  // Peek and consume: after a poll that returned completions, the caller
+  // handles every one of them, in order (whether or not handling one
+  // throws), then calls release(out, n) (link_t skips it when the
+  // backend's loan_marker says nothing is lent). Until then the bytes of its
+  // message cqes stay where they are: a backend that lends its own memory
+  // keeps it (and the lock that guards it, so that other threads' polls
+  // find nothing meanwhile) and takes it back in release(). A caller that
+  // must poll the device again before that (a handler that progresses its
+  // own device) first handles the rest of the batch and releases it; it
+  // reads a message's bytes only before it signals any completion for it,
+  // so the message whose handling polls needs them no more.
   virtual size_t poll_comp(cqe_t* out, size_t max, char* scratch,
                            size_t scratch_size) = 0;
+  // Ends the poll that returned the `n` completions at `batch` (its `out`
+  // and its result): the memory its message cqes pointed into goes back to
+  // the backend. A backend that lent nothing in that poll does nothing
+  // (so a release for another thread's poll never takes back that poll's
+  // loan). Default: nothing (nothing is lent).
+  virtual void release(const cqe_t* batch, size_t n)
+  {
+    (void)batch;
+    (void)n;
+  }
+  // Where a backend that lends says whether a loan is out: non-null from a
+  // poll that lent until its release, null otherwise (written by the
+  // lending poll's thread only). The core skips release() while it reads
+  // null: its own poll lent nothing then. Default: null, never lends.
+  virtual const std::atomic<const cqe_t*>* loan_marker() { return nullptr; }
   // Work the backend still has to do for peers on its own: transfers a
   // peer asked of this device (the native shm fallback's reads for a
   // peer's get) waiting for ring space. Such a device is not drained
@@ -227,11 +269,15 @@ class link_t
   {
     dev_->connect(addrs);
     copy_limit_.assign(addrs.size(), 0);
+    eager_limit_.assign(addrs.size(), 0);
     for (size_t r = 0; r < addrs.size(); ++r) {
       const route_caps_t c = dev_->route(static_cast<int>(r));
       copy_limit_[r] =
           c.copies ? c.max_copy : std::min(c.max_copy, inject_wire);
+      eager_limit_[r] = c.copies ? std::min(c.max_eager, c.max_copy) : 0;
     }
+    needs_recvs_ = dev_->needs_recvs();
+    loan_ = dev_->loan_marker();
   }
   void connected() { dev_->connected(); }
 
@@ -239,6 +285,12 @@ class link_t
   size_t copy_limit(int rank) const
   {
     return copy_limit_[static_cast<size_t>(rank)];
+  }
+  // the largest message (wire header included) the route to `rank` carries
+  // eagerly without a packet (route_caps_t::max_eager; 0: none)
+  size_t eager_limit(int rank) const
+  {
+    return eager_limit_[static_cast<size_t>(rank)];
   }
 
   error_t send_copy(int rank, const void* head, size_t hlen, const void* tail,
@@ -254,6 +306,8 @@ class link_t
   {
     return dev_->post_send_network(rank, buf, size, ctx);
   }
+  // whether the core keeps receive buffers posted (resolved at connect)
+  bool needs_recvs() const { return needs_recvs_; }
   error_t post_recv(void* buf, size_t size, void* ctx)
   {
     return dev_->post_recv(buf, size, ctx);
@@ -277,12 +331,27 @@ class link_t
   {
     return dev_->poll_comp(out, max, scratch, scratch_size);
   }
+  // (nothing to do when no loan is out: a poll that lent nothing, the
+  // common case, costs a load)
+  void release(const cqe_t* batch, size_t n)
+  {
+    if (lent()) dev_->release(batch, n);
+  }
+  // whether a loan is out: the caller's last poll lent (its own poll's
+  // loan is always seen), or another thread's poll did
+  bool lent() const
+  {
+    return loan_ && loan_->load(std::memory_order_relaxed) != nullptr;
+  }
   bool busy() { return dev_->busy(); }
   std::string debug_state() { return dev_->debug_state(); }
 
  private:
   std::unique_ptr<net_device_t> dev_;
-  std::vector<size_t> copy_limit_;  // by peer rank
+  std::vector<size_t> copy_limit_;   // by peer rank
+  std::vector<size_t> eager_limit_;  // by peer rank
+  bool needs_recvs_ = true;
+  const std::atomic<const cqe_t*>* loan_ = nullptr;  // loan_marker()
 };
 
 class context_t

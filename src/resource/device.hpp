@@ -65,16 +65,21 @@ class device_impl_t
 
   // receives currently pre-posted, and sends whose packet is still in flight
   alignas(64) std::atomic<int64_t> nrecvs_posted{0};
+  // receives progress keeps pre-posted: attr.net_max_recvs, or 0 when the
+  // backend hands messages over in place (net::link_t::needs_recvs; set
+  // at connect)
+  int64_t recv_target = 0;
   // the last re-posting of receives found the pool empty (until one fills
   // every slot again): arriving sends that wait unmatched then leave their
   // packet (packet_pool_impl_t::detach)
   std::atomic<bool> recv_starved{false};
-  // progress calls in a row that found nothing to do while the pool was dry
-  // (recv_starved, or the backlog waiting for a packet), and how many such
-  // calls trigger the next scan for packets held by unexpected messages
-  // (progress.cpp release_held_packets; doubled after a scan that found
-  // none, so a long wait does not keep scanning; 64 again once not dry)
-  std::atomic<uint32_t> starved_idle{0};
+  // progress calls while the pool was dry (recv_starved, or the backlog
+  // waiting for a packet), busy or not, and how many such calls trigger
+  // the next scan for packets held by unexpected messages (progress.cpp
+  // progress_starved, release_held_packets; doubled after a scan that
+  // found none, so a long wait does not keep scanning; 64 again once not
+  // dry)
+  std::atomic<uint32_t> starved_steps{0};
   std::atomic<uint32_t> starved_scan_after{64};
   // packets those scans gave back (introspection)
   std::atomic<uint64_t> held_released{0};

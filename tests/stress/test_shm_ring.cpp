@@ -131,14 +131,22 @@ TEST(ShmRing, SmallRingRandomSizes) { run(64, kTsan ? 200000 : 2000000, 1); }
 
 TEST(ShmRing, LargeRingRandomSizes) { run(2048, kTsan ? 200000 : 2000000, 2); }
 
+// A 16-slot ring with its producer and consumer, for the cases below.
+struct small_ring_t {
+  static constexpr uint64_t n = 16;
+  ring_mem_t mem{n};
+  ring_producer_t prod{mem.slots.get(), n, mem.ctrl.get()};
+  ring_consumer_t cons{mem.slots.get(), n, mem.ctrl.get()};
+};
+
 // Single-threaded edge cases: empty ring, exactly full ring, a message that
 // needs padding, zero-length messages, the largest message.
 TEST(ShmRing, FullAndWrap)
 {
-  const uint64_t n = 16;
-  ring_mem_t mem(n);
-  ring_producer_t prod(mem.slots.get(), n, mem.ctrl.get());
-  ring_consumer_t cons(mem.slots.get(), n, mem.ctrl.get());
+  small_ring_t ring;
+  ring_mem_t& mem = ring.mem;
+  ring_producer_t& prod = ring.prod;
+  ring_consumer_t& cons = ring.cons;
   ring_consumer_t::msg_t m;
   EXPECT_FALSE(cons.peek(&m));
   // 16 one-slot messages fill the ring; the 17th does not fit
@@ -189,6 +197,78 @@ TEST(ShmRing, FullAndWrap)
   // and the pad's (slots 10..15; 9 held its header)
   for (uint64_t i = 10; i < 16; ++i)
     EXPECT_EQ(mem.slots[i].word, lci::net::shm::kPoison) << i;
+}
+
+// Messages lent in place (take): their bytes stay and their space is not
+// the producer's until given back and published; a one-slot message
+// consumed meanwhile publishes nothing; give_back poisons a lent message's
+// continuation slots (its header slot keeps its stamp, an older lap's).
+TEST(ShmRing, LentUntilGivenBack)
+{
+  small_ring_t ring;
+  ring_mem_t& mem = ring.mem;
+  ring_producer_t& prod = ring.prod;
+  ring_consumer_t& cons = ring.cons;
+  ring_consumer_t::msg_t m, lent;
+  std::vector<unsigned char> big(4 * kSlot - lci::net::shm::kRingHeader, 0xcd);
+  ASSERT_TRUE(prod.push(1, big.data(), big.size()));  // slots 0..3
+  int x = 7;
+  for (int i = 0; i < 12; ++i) ASSERT_TRUE(prod.push(1, &x, sizeof(x)));
+  EXPECT_FALSE(prod.push(1, &x, sizeof(x)));  // full
+  ASSERT_TRUE(cons.peek(&lent));
+  cons.take(lent);
+  EXPECT_TRUE(cons.lent());
+  // ring-sized budget of one-slot pops (a quarter would publish) while lent
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_TRUE(cons.peek(&m));
+    cons.pop(m);
+  }
+  EXPECT_FALSE(cons.peek(&m));
+  EXPECT_FALSE(prod.push(1, &x, sizeof(x)));  // nothing published yet
+  EXPECT_EQ(lent.payload[0], 0xcd);
+  EXPECT_EQ(lent.payload[big.size() - 1], 0xcd);
+  ring_consumer_t::give_back(lent);
+  for (uint64_t i = 1; i < 4; ++i)
+    EXPECT_EQ(mem.slots[i].word, lci::net::shm::kPoison) << i;
+  cons.publish();
+  EXPECT_FALSE(cons.lent());
+  EXPECT_TRUE(prod.push(1, &x, sizeof(x)));
+  ASSERT_TRUE(cons.peek(&m));
+  EXPECT_EQ(m.payload, mem.slots[0].payload);
+}
+
+// A lent payload that holds, where the next lap's header words go, the
+// very words that would announce messages there: given back (poisoned),
+// never taken for a message when the consumer reaches those slots.
+TEST(ShmRing, LentPayloadThatLooksLikeStampsIsNeverAMessage)
+{
+  small_ring_t ring;
+  const uint64_t n = small_ring_t::n;
+  ring_producer_t& prod = ring.prod;
+  ring_consumer_t& cons = ring.cons;
+  ring_consumer_t::msg_t m;
+  // a 4-slot message at 0..3 whose slots 1..3 begin with the header words
+  // of positions 17..19 (the next lap)
+  std::vector<unsigned char> p(4 * kSlot - lci::net::shm::kRingHeader);
+  for (uint64_t i = 1; i < 4; ++i) {
+    const uint64_t w = lci::net::shm::header_word(n + i, 8, 1);
+    std::memcpy(&p[i * kSlot - lci::net::shm::kRingHeader], &w, sizeof(w));
+  }
+  ASSERT_TRUE(prod.push(1, p.data(), p.size()));
+  ASSERT_TRUE(cons.peek(&m));
+  cons.take(m);
+  ring_consumer_t::give_back(m);
+  cons.publish();
+  // one-slot messages up to position 16, then the consumer at 17 (slot 1)
+  int x = 5;
+  for (int i = 4; i < 17; ++i) {
+    ASSERT_TRUE(prod.push(1, &x, sizeof(x)));
+    ASSERT_TRUE(cons.peek(&m));
+    cons.pop(m);
+    cons.publish();
+  }
+  EXPECT_FALSE(cons.peek(&m));
+  EXPECT_EQ(cons.head(), 17u);
 }
 
 // util::copy_small (the ring's push and small deliveries use it): every

@@ -7,11 +7,15 @@
 // in one line through pick(); a new one is added the same way. Each route
 // reports the limits of the side that serves it (route()).
 //
-// Receives: messages arrive on either sub-device, and each needs its own
-// pre-posted buffers. A post_recv goes to the side that holds fewer
-// outstanding receives (posted minus completed), so neither side can be
-// starved by the other holding every buffer: with traffic on one side only,
-// both settle near half.
+// Receives: messages arrive on either sub-device, each in its own way. A
+// side that hands messages over in place (native shm: needs_recvs false)
+// gets no receive buffers; the device needs them when a side that serves
+// some rank does, and they all go to that side. When both sides need them,
+// a post_recv goes to the side that holds fewer outstanding receives
+// (posted minus completed), so neither side can be starved by the other
+// holding every buffer: with traffic on one side only, both settle near
+// half. release() goes to both sides (each ignores a batch it lent
+// nothing in).
 //
 // Memory: a registration is made with both contexts. Its rma_base is the
 // virtual address (what the native shm backend needs); its key and local
@@ -94,6 +98,8 @@ class hybrid_device_t final : public net_device_t
     }
     local_->connect(local);
     remote_->connect(remote);
+    local_recvs_.needed = local_->needs_recvs();
+    remote_recvs_.needed = s_.any_remote && remote_->needs_recvs();
     if (util::log_enabled(util::log_level_t::debug))
       for (size_t r = 0; r < addrs.size(); ++r)
         LCI_LOG(debug, "hybrid: rank ", r, " through ",
@@ -133,10 +139,16 @@ class hybrid_device_t final : public net_device_t
     return t.dev->post_send_network(t.rank, buf, size, ctx);
   }
 
+  bool needs_recvs() override
+  {
+    return local_recvs_.needed || remote_recvs_.needed;
+  }
+
   error_t post_recv(void* buf, size_t size, void* ctx) override
   {
-    if (!s_.any_remote) return local_->post_recv(buf, size, ctx);
-    const bool remote = outstanding(remote_recvs_) < outstanding(local_recvs_);
+    const bool remote = !local_recvs_.needed ||
+                        (remote_recvs_.needed && outstanding(remote_recvs_) <
+                                                     outstanding(local_recvs_));
     recvs_t& c = remote ? remote_recvs_ : local_recvs_;
     error_t e = (remote ? remote_ : local_)->post_recv(buf, size, ctx);
     if (e.is_posted()) c.posted.fetch_add(1, std::memory_order_relaxed);
@@ -181,13 +193,27 @@ class hybrid_device_t final : public net_device_t
   size_t poll_comp(cqe_t* out, size_t max, char* scratch,
                    size_t scratch_size) override
   {
-    size_t used = 0;
     const uint32_t turn = turn_.load(std::memory_order_relaxed);
     turn_.store(turn + 1, std::memory_order_relaxed);
     const bool poll_remote =
         remote_busy_.load(std::memory_order_relaxed) ||
         now_ns() >= next_remote_.load(std::memory_order_relaxed);
     size_t n = 0;
+    try {
+      poll_both(out, max, scratch, scratch_size, poll_remote, turn, &n);
+    } catch (...) {
+      // what the other side lent is not handed over: back at once
+      release(out, max);
+      throw;
+    }
+    return n;
+  }
+
+  void poll_both(cqe_t* out, size_t max, char* scratch, size_t scratch_size,
+                 bool poll_remote, uint32_t turn, size_t* pn)
+  {
+    size_t n = 0;
+    size_t used = 0;  // scratch bytes the first side's messages took
     for (int i = 0; i < 2 && n < max; ++i) {
       const bool remote = (i == 0) == ((turn & 1) != 0);
       if (remote && !poll_remote) continue;
@@ -198,12 +224,13 @@ class hybrid_device_t final : public net_device_t
                           scratch ? scratch_size - used : 0);
       for (size_t k = n; k < n + got; ++k) {
         fix(&out[k], remote);
-        if (out[k].kind == cqe_t::kind_t::message)
-          used = std::max<size_t>(
-              used,
-              (static_cast<size_t>(static_cast<char*>(out[k].ctx) - scratch) +
-               out[k].length + 15) &
-                  ~size_t(15));
+        if (out[k].kind != cqe_t::kind_t::message || !scratch) continue;
+        // (a message lent in the backend's memory takes no scratch)
+        const auto at = reinterpret_cast<uintptr_t>(out[k].ctx) -
+                        reinterpret_cast<uintptr_t>(scratch);
+        if (at < scratch_size)
+          used =
+              std::max<size_t>(used, (at + out[k].length + 15) & ~size_t(15));
       }
       if (used > scratch_size) used = scratch_size;
       n += got;
@@ -212,8 +239,21 @@ class hybrid_device_t final : public net_device_t
         next_remote_.store(t1 + (t1 - t0), std::memory_order_relaxed);
         remote_busy_.store(got > 0, std::memory_order_relaxed);
       }
+      *pn = n;
     }
-    return n;
+  }
+
+  void release(const cqe_t* batch, size_t n) override
+  {
+    local_->release(batch, n);
+    remote_->release(batch, n);
+  }
+
+  // only the local side lends (the remote one lands messages in posted
+  // receives, or in the scratch buffer)
+  const std::atomic<const cqe_t*>* loan_marker() override
+  {
+    return local_->loan_marker();
   }
 
   // work either part still does for peers on its own (the native part's
@@ -235,6 +275,7 @@ class hybrid_device_t final : public net_device_t
   struct alignas(64) recvs_t {
     std::atomic<int64_t> posted{0};
     std::atomic<int64_t> completed{0};
+    bool needed = true;  // the side needs receive buffers (after connect)
   };
 
   static int64_t outstanding(const recvs_t& c)
@@ -260,7 +301,7 @@ class hybrid_device_t final : public net_device_t
   // a completion of one side, in this device's terms
   void fix(cqe_t* c, bool remote)
   {
-    if (c->kind == cqe_t::kind_t::recv && s_.any_remote)
+    if (c->kind == cqe_t::kind_t::recv)
       (remote ? remote_recvs_ : local_recvs_)
           .completed.fetch_add(1, std::memory_order_relaxed);
     if (!remote && c->rank >= 0 &&

@@ -25,14 +25,10 @@ std::string shm_device_t::debug_state()
          std::to_string((pending_[w] & bit) != 0) + " idle " +
          std::to_string(idle_[r]) + "; ";
   }
-  if (locked) {
-    s += "parked " + std::to_string(overflow_.size()) + " (" +
-         std::to_string(overflow_bytes_) + " B); ";
-    lock_.unlock();
-  }
+  if (locked) lock_.unlock();
   {
     util::spin_guard_t g(recv_lock_);
-    s += "recvs " + std::to_string(recvs_.size()) + "; ";
+    s += "raw recvs " + std::to_string(recvs_.size()) + "; ";
   }
   s += "local cqes " + std::to_string(local_.size()) + "; ";
   s += "jobs " + std::to_string(jobs_.size()) + "; ";

@@ -42,6 +42,8 @@ shm_device_t::shm_device_t(const config_t& cfg)
   pending_.assign(lay_.nwords, 0);
   hot_.assign(lay_.nwords, 0);
   idle_.assign(static_cast<size_t>(cfg.rank_n), 0);
+  lent_.reset(new int[static_cast<size_t>(cfg.rank_n)]);
+  lent_msgs_.reserve(64);
 }
 
 shm_device_t::~shm_device_t()

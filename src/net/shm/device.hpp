@@ -19,11 +19,34 @@
 // need no bell at all. Idle cost: one load per 64 cold senders per poll,
 // plus a peek per hot ring.
 //
+// Receiving: peek and consume. A message (kMsg) of up to kCopyMax bytes is
+// copied into the poller's scratch buffer while it has room (one that fits
+// its header slot, 24 bytes: an LCI header and up to 8 bytes, as a fixed
+// 24 bytes, inline) and its slots consumed at once; a larger one is not
+// copied by the backend: poll_comp hands the core a
+// message cqe pointing at its payload in the ring (the ring lends it,
+// ring.hpp take) and keeps the consumer lock; the core delivers every cqe
+// of the poll in place, then calls release(), which poisons the lent
+// messages' continuation slots, publishes the lending rings' heads (one
+// store each: the slots go back to their senders) and drops the lock. A
+// poll that lent nothing drops the lock before it returns, and the core
+// skips its release (loan_marker). So the core never pre-posts a receive
+// (needs_recvs is false) and nothing is parked: a message waits in its
+// ring until the core takes it. Other threads polling the device while a
+// loan is out find the lock busy (nothing polled); a poll from inside the
+// delivery (a handler that progresses its device) is the core's to order:
+// it delivers the rest of the lent batch and releases it first
+// (core/progress.cpp). The raw network layer (core/net_post.cpp) polls
+// with no scratch buffer: then every message goes into a receive it posted
+// (post_recv), in order, and a ring whose next message finds none waits.
+//
 // Devices pair by index across ranks, as with ofi. Locks: the consumer side
 // of a device (its rings, pending_) is one try-lock (poll_comp returns 0 when
-// busy); the producer side has a try-lock per destination ring (posts return
-// retry_lock when busy); the local completion list, the posted receives and
-// the fallback transfer queue have short spinlocks of their own.
+// busy), held from a poll that lent messages to its release(); the
+// producer side has a try-lock per destination ring (posts return
+// retry_lock when busy); the local completion list, the raw layer's posted
+// receives and the fallback transfer queue have short spinlocks of their
+// own.
 #ifndef LCI_NET_SHM_DEVICE_HPP
 #define LCI_NET_SHM_DEVICE_HPP
 
@@ -53,14 +76,24 @@
 namespace lci::net::shm
 {
 
-// bytes of messages a device parks when no receive is posted
-constexpr size_t kOverflowMax = size_t(4) << 20;
 // polls in a row that find a hot ring empty before it cools down; with
 // the membarrier (doorbell.hpp), whose interrupt stalls the other cores
 // and so slows a busy peer's bandwidth, 64 times more: a hot idle ring
 // costs a load per poll, a cool-down a system call
 constexpr uint32_t kIdlePolls = 1024;
 constexpr uint32_t kIdlePollsHeavy = 64 * kIdlePolls;
+
+// Messages (header and payload) up to this size are copied into the
+// poller's scratch buffer and consumed at once while it has room; larger
+// ones are lent in place (poll_comp): below it the copy costs less than
+// the loan (the batch frame, the release call, the lock held meanwhile).
+constexpr size_t kCopyMax = 1024;
+
+// The largest message (header and payload) the core sends eagerly to a
+// peer here (route_caps_t::max_eager): up to it one copy into the ring and
+// one out of it (the receiver reads the message in place) cost less than
+// the rendezvous's three more messages and its CMA call.
+constexpr size_t kMaxEager = size_t(16) << 10;
 
 struct config_t {
   int rank_me, rank_n;
@@ -77,6 +110,13 @@ struct config_t {
   std::shared_ptr<key_table_t> keys;
 };
 
+// a receive posted by the raw network layer
+struct posted_recv_t {
+  void* buf;
+  size_t size;
+  void* ctx;
+};
+
 struct peer_t {
   void* base = nullptr;  // the peer's segment, mapped here
   size_t size = 0;
@@ -84,11 +124,6 @@ struct peer_t {
   bool cma = false;
 };
 
-struct posted_recv_t {
-  void* buf;
-  size_t size;
-  void* ctx;
-};
 class shm_device_t final : public net_device_t
 {
  public:
@@ -105,10 +140,12 @@ class shm_device_t final : public net_device_t
   void connected() override;
 
   // Every message the core sends fits a ring slot run: it is copied there
-  // as it would be from a packet, so a send never needs a packet.
+  // as it would be from a packet, so a send never needs a packet; nor does
+  // a receive (messages come in place), so eager messages may be larger
+  // than a packet.
   route_caps_t route(int) override
   {
-    return route_caps_t{tx_[0].prod.max_payload(), true};
+    return route_caps_t{tx_[0].prod.max_payload(), true, kMaxEager};
   }
 
   // the header and the payload straight into the ring: one copy
@@ -124,11 +161,16 @@ class shm_device_t final : public net_device_t
     return push(rank, kMsg, buf, size, nullptr, 0, errorcode_t::done);
   }
 
-  // Completes when the target's consumer has taken the message out of the
-  // ring (into a posted receive): "delivery".
+  // Completes when the target's core has delivered the message and its
+  // backend given the ring slots back: "delivery".
   error_t post_send_network(int rank, const void* buf, size_t size,
                             void* ctx) override;
 
+  // messages come in place (message cqes): the core posts no receives
+  bool needs_recvs() override { return false; }
+
+  // a receive of the raw network layer, which polls with no scratch
+  // buffer: the next message of any peer lands in it
   error_t post_recv(void* buf, size_t size, void* ctx) override;
 
   error_t post_write(int rank, const void* buf, size_t size, void*,
@@ -141,8 +183,25 @@ class shm_device_t final : public net_device_t
   error_t post_read(int rank, void* buf, size_t size, void*,
                     const remote_t& remote, void* ctx) override;
 
+  // (no scratch: the raw layer's poll, into its posted receives)
   size_t poll_comp(cqe_t* out, size_t max, char* scratch,
                    size_t scratch_size) override;
+
+  // The messages lent in the poll that filled `batch` back to their rings,
+  // and the consumer lock dropped; nothing when that poll lent none. (The
+  // lending poll may have filled a part of the batch: under net/hybrid.)
+  void release(const cqe_t* batch, size_t n) override
+  {
+    const auto at =
+        reinterpret_cast<uintptr_t>(lent_at_.load(std::memory_order_relaxed));
+    const auto b = reinterpret_cast<uintptr_t>(batch);
+    if (at - b >= n * sizeof(cqe_t)) return;  // (unsigned: at < b too)
+    lent_at_.store(nullptr, std::memory_order_relaxed);
+    publish_lent();
+    lock_.unlock();
+  }
+
+  const std::atomic<const cqe_t*>* loan_marker() override { return &lent_at_; }
 
   // fallback transfers (a peer's get, a write's ack) not pushed yet
   bool busy() override { return jobs_.any(); }
@@ -217,8 +276,6 @@ class shm_device_t final : public net_device_t
   void check_network();
 
   // Drains the rings with messages: the doorbell's bits and pending_.
-  // (The words' hot and pending bits are kept in locals meanwhile: the
-  // copies into the scratch buffer may alias any member.)
   size_t drain(cqe_t* out, size_t max);
 
   uint64_t* bell_word(size_t w) const
@@ -226,28 +283,38 @@ class shm_device_t final : public net_device_t
     return reinterpret_cast<uint64_t*>(seg_ + lay_.off_bell + 64 * w);
   }
 
-  // Handles the messages of ring r while there is room for completions,
-  // then publishes its head; true when the ring is (was seen) empty. The
-  // common message, one that goes in place into the scratch buffer, is
-  // handled here on local copies of the ring's consumer state and of the
-  // scratch position (registers: the copies into the scratch may alias
-  // any member); every other goes through handle_other, around which the
-  // locals are written back and reloaded.
+  // Handles the messages of ring r while there is room for completions:
+  // a message (kMsg) up to kCopyMax is copied into the scratch buffer and
+  // consumed (one of one slot here, inline), a larger one lent in place
+  // (into lent_msgs_), both as message cqes; every other type is handled by
+  // handle_other and consumed; then publishes the ring's head, unless it lent
+  // messages (the ring goes in lent_, release publishes). The common case works
+  // on local copies of the ring's consumer state and of the scratch position
+  // (registers: the copy into the scratch may alias any member). True
+  // when the ring is (was seen) empty.
   bool drain_ring(int r, cqe_t* out, size_t max, size_t* pn);
 
+  // A ring message that is not a one-slot kMsg: a larger kMsg copied or
+  // lent (or, in a raw poll, delivered into a posted receive), or RMA
+  // data, immediate
+  // data, acks; `m` by value, so that the common path keeps its message in
+  // registers. False when the message must stay in the ring (a raw poll
+  // with no receive posted).
+  [[gnu::noinline]] bool handle_other(int r, ring_consumer_t::msg_t m,
+                                      cqe_t* out, size_t* n);
+
+  // the next receive posted by the raw layer, if any
   bool pop_recv(posted_recv_t* rv);
 
-  // `rank`: the sender, which the completion reports
-  static cqe_t deliver(const posted_recv_t& rv, int rank, const void* data,
-                       size_t len);
-
-  // parked messages into receives posted since
-  size_t drain_overflow(cqe_t* out, size_t max);
-
-  // A message that does not go in place (drain_ring has those): false when
-  // it must stay (no receive buffer posted).
-  [[gnu::noinline]] bool handle_other(int r, const ring_consumer_t::msg_t& m,
-                                      cqe_t* out, size_t* n);
+  // gives the lent messages back and publishes their rings (under lock_)
+  void publish_lent()
+  {
+    for (const ring_consumer_t::msg_t& m : lent_msgs_)
+      ring_consumer_t::give_back(m);
+    lent_msgs_.clear();
+    for (uint32_t i = 0; i < nlent_; ++i) rx_[lent_[i]].publish();
+    nlent_ = 0;
+  }
 
   const config_t cfg_;
   const layout_t lay_;
@@ -264,21 +331,24 @@ class shm_device_t final : public net_device_t
   std::vector<uint64_t> hot_;      // rings polled directly, bits left set
   std::vector<uint32_t> idle_;     // a hot ring's polls in a row with nothing
   uint32_t idle_polls_ = cfg_.membarrier ? kIdlePollsHeavy : kIdlePolls;
-  // messages that found no posted receive, oldest first (at most
-  // kOverflowMax bytes; beyond, messages wait in their rings)
-  struct parked_t {
-    int rank;  // the sender
-    std::string bytes;
-  };
-  std::deque<parked_t> overflow_;
-  size_t overflow_bytes_ = 0;
-  // the current poll's scratch buffer (message cqes), and its free bytes
+  // rings whose messages the core holds (nlent_ of them, each once), and
+  // those messages
+  std::unique_ptr<int[]> lent_;
+  uint32_t nlent_ = 0;
+  std::vector<ring_consumer_t::msg_t> lent_msgs_;
+  // the current poll's scratch buffer (messages up to kCopyMax), and its free
+  // bytes; null in a raw poll
   char* scratch_ = nullptr;
   size_t scratch_left_ = 0;
+  // where the poll whose lent messages the core holds wrote its cqes (it
+  // holds lock_ until their release); else null. (Batches in use at once
+  // are distinct arrays: a release for another batch never matches.)
+  std::atomic<const cqe_t*> lent_at_{nullptr};
   local_cqes_t local_;
+  job_engine_t jobs_;  // fallback transfers
+  // the raw layer's posted receives, oldest first
   alignas(64) util::spinlock_t recv_lock_;
   std::deque<posted_recv_t> recvs_;
-  job_engine_t jobs_;  // fallback transfers
 };
 
 }  // namespace lci::net::shm

@@ -12,6 +12,15 @@ error_t shm_device_t::post_recv(void* buf, size_t size, void* ctx)
   return errorcode_t::posted;
 }
 
+bool shm_device_t::pop_recv(posted_recv_t* rv)
+{
+  util::spin_guard_t g(recv_lock_);
+  if (recvs_.empty()) return false;
+  *rv = recvs_.front();
+  recvs_.pop_front();
+  return true;
+}
+
 size_t shm_device_t::poll_comp(cqe_t* out, size_t max, char* scratch,
                                size_t scratch_size)
 {
@@ -19,12 +28,24 @@ size_t shm_device_t::poll_comp(cqe_t* out, size_t max, char* scratch,
   scratch_ = scratch;
   scratch_left_ = scratch ? scratch_size : 0;
   size_t n = 0;
-  if (local_.any()) n = local_.take(out, max);
-  if (nnetwork_.load(std::memory_order_relaxed) > 0) check_network();
-  if (jobs_.any()) jobs_.run();
-  if (!unlinked_) try_unlink();
-  if (!overflow_.empty()) n += drain_overflow(out + n, max - n);
-  n += drain(out + n, max - n);
+  try {
+    if (local_.any()) n = local_.take(out, max);
+    if (nnetwork_.load(std::memory_order_relaxed) > 0) check_network();
+    if (jobs_.any()) jobs_.run();
+    if (!unlinked_) try_unlink();
+    n += drain(out + n, max - n);
+  } catch (...) {
+    // (a corrupt ring: what was lent so far is dropped with the error)
+    publish_lent();
+    lock_.unlock();
+    throw;
+  }
+  if (nlent_ != 0) {
+    // the core reads the lent messages until its release: the lock stays
+    // with this poll until then
+    lent_at_.store(out, std::memory_order_relaxed);
+    return n;
+  }
   lock_.unlock();
   return n;
 }
@@ -90,7 +111,6 @@ bool shm_device_t::drain_ring(int r, cqe_t* out, size_t max, size_t* pn)
   size_t n = *pn;
   char* scratch = scratch_;
   size_t left = scratch_left_;
-  bool parked = !overflow_.empty();
   bool empty = false;
   for (int budget = 64; budget > 0 && n < max; --budget) {
     ring_consumer_t::msg_t m;
@@ -98,23 +118,16 @@ bool shm_device_t::drain_ring(int r, cqe_t* out, size_t max, size_t* pn)
       empty = true;
       break;
     }
-    const size_t room = (m.length + 15) & ~size_t(15);
-    // (an empty message, which only the raw network layer sends, takes a
-    // posted receive: with no scratch, left is 0 and so would be room)
+    constexpr size_t kInSlot = kSlot - kRingHeader;
     if (__builtin_expect(
-            m.type == kMsg && !parked && room <= left && m.length != 0, 1)) {
-      // in place: into the poller's scratch (no receive buffer, no
-      // packet). One that fits its header slot (24 bytes) is copied as
-      // a fixed 24 bytes: the slot has them, and so has the scratch when
-      // 24 bytes are left (the copy past the length is never read).
-      constexpr size_t kInSlot = kSlot - kRingHeader;
-      if (m.length <= kInSlot && left >= kInSlot)
-        std::memcpy(scratch, m.payload, kInSlot);
-      else
-        std::memcpy(scratch, m.payload, m.length);
+            m.type == kMsg && m.length <= kInSlot && left >= kInSlot, 1)) {
+      // one slot: copied out as a fixed 24 bytes (the slot has them, and
+      // so has the scratch; the copy past the length is never read), and
+      // the slot consumed at once, so no loan holds the device
+      std::memcpy(scratch, m.payload, kInSlot);
       out[n++] = cqe_t{cqe_t::kind_t::message, scratch, m.length, 0, nullptr};
-      scratch += room;
-      left -= room;
+      scratch += kSlot;
+      left -= kSlot;
       c.pop(m);
       continue;
     }
@@ -125,11 +138,12 @@ bool shm_device_t::drain_ring(int r, cqe_t* out, size_t max, size_t* pn)
     c = rx_[r];
     scratch = scratch_;
     left = scratch_left_;
-    parked = !overflow_.empty();
-    if (!ok) break;  // no receive posted
-    c.pop(m);
+    if (!ok) break;  // a raw poll with no receive posted
   }
-  c.publish();
+  if (c.lent())
+    lent_[nlent_++] = r;
+  else
+    c.publish();
   rx_[r] = c;
   scratch_ = scratch;
   scratch_left_ = left;
@@ -137,66 +151,53 @@ bool shm_device_t::drain_ring(int r, cqe_t* out, size_t max, size_t* pn)
   return empty;
 }
 
-bool shm_device_t::pop_recv(posted_recv_t* rv)
+bool shm_device_t::handle_other(int r, ring_consumer_t::msg_t m, cqe_t* out,
+                                size_t* n)
 {
-  util::spin_guard_t g(recv_lock_);
-  if (recvs_.empty()) return false;
-  *rv = recvs_.front();
-  recvs_.pop_front();
-  return true;
-}
-
-cqe_t shm_device_t::deliver(const posted_recv_t& rv, int rank, const void* data,
-                            size_t len)
-{
-  const char* err = nullptr;
-  if (len > rv.size) {
-    err = "message larger than the receive buffer";
-    len = rv.size;
-  }
-  std::memcpy(rv.buf, data, len);
-  cqe_t c{cqe_t::kind_t::recv, rv.ctx, len, 0, err};
-  c.rank = rank;
-  return c;
-}
-
-size_t shm_device_t::drain_overflow(cqe_t* out, size_t max)
-{
-  size_t n = 0;
-  posted_recv_t rv;
-  while (n < max && !overflow_.empty() && pop_recv(&rv)) {
-    const parked_t& p = overflow_.front();
-    out[n++] = deliver(rv, p.rank, p.bytes.data(), p.bytes.size());
-    overflow_bytes_ -= p.bytes.size();
-    overflow_.pop_front();
-  }
-  return n;
-}
-
-bool shm_device_t::handle_other(int r, const ring_consumer_t::msg_t& m,
-                                cqe_t* out, size_t* n)
-{
+  ring_consumer_t& c = rx_[r];
   switch (m.type) {
     case kMsg: {
-      posted_recv_t rv;
-      if (overflow_.empty() && pop_recv(&rv)) {
-        out[(*n)++] = deliver(rv, r, m.payload, m.length);
+      const size_t room = (m.length + 15) & ~size_t(15);
+      if (scratch_ && m.length <= kCopyMax && room <= scratch_left_) {
+        // small enough that the copy costs less than the loan and its
+        // release: into the scratch, consumed at once
+        std::memcpy(scratch_, m.payload, m.length);
+        out[(*n)++] =
+            cqe_t{cqe_t::kind_t::message, scratch_, m.length, 0, nullptr};
+        scratch_ += room;
+        scratch_left_ -= room;
+        break;
+      }
+      if (scratch_) {
+        // lent in place: the core reads it in the ring until release()
+        out[(*n)++] =
+            cqe_t{cqe_t::kind_t::message, const_cast<unsigned char*>(m.payload),
+                  m.length, 0, nullptr};
+        lent_msgs_.push_back(m);
+        c.take(m);
         return true;
       }
-      // no receive posted: park a copy, within a bound, so that the
-      // messages behind it (immediate data, acks) are not held up
-      if (overflow_bytes_ + m.length > kOverflowMax) return false;
-      overflow_.push_back(parked_t{
-          r, std::string(reinterpret_cast<const char*>(m.payload), m.length)});
-      overflow_bytes_ += m.length;
-      return true;
+      // a raw poll: into the oldest posted receive, else it waits
+      posted_recv_t rv;
+      if (!pop_recv(&rv)) return false;
+      const char* err = nullptr;
+      size_t len = m.length;
+      if (len > rv.size) {
+        err = "message larger than the receive buffer";
+        len = rv.size;
+      }
+      if (len) std::memcpy(rv.buf, m.payload, len);
+      cqe_t e{cqe_t::kind_t::recv, rv.ctx, len, 0, err};
+      e.rank = r;  // the sender: its ring's index
+      out[(*n)++] = e;
+      break;
     }
     case kImm: {
       uint64_t imm;
       std::memcpy(&imm, m.payload, sizeof(imm));
       out[(*n)++] =
           cqe_t{cqe_t::kind_t::remote_write, nullptr, 0, imm, nullptr};
-      return true;
+      break;
     }
     case kWriteData:
     case kReadData: {
@@ -206,36 +207,38 @@ bool shm_device_t::handle_other(int r, const ring_consumer_t::msg_t& m,
       if (len)
         std::memcpy(reinterpret_cast<void*>(h.addr), m.payload + sizeof(h),
                     len);
-      if (!(h.flags & kLast)) return true;
+      if (!(h.flags & kLast)) break;
       if (m.type == kReadData) {
         out[(*n)++] = cqe_t{cqe_t::kind_t::read, reinterpret_cast<void*>(h.ctx),
                             0, 0, nullptr};
-        return true;
+        break;
       }
       if (h.flags & kHasImm)
         out[(*n)++] =
             cqe_t{cqe_t::kind_t::remote_write, nullptr, 0, h.imm, nullptr};
       jobs_.add(tx_job_t{r, kWriteAck, nullptr, 1, 0, h.ctx, 0, false});
-      return true;
+      break;
     }
     case kWriteAck: {
       uint64_t ctx;
       std::memcpy(&ctx, m.payload, sizeof(ctx));
       out[(*n)++] = cqe_t{cqe_t::kind_t::write, reinterpret_cast<void*>(ctx), 0,
                           0, nullptr};
-      return true;
+      break;
     }
     case kReadReq: {
       read_req_t q;
       std::memcpy(&q, m.payload, sizeof(q));
       jobs_.add(tx_job_t{r, kReadData, reinterpret_cast<const char*>(q.raddr),
                          q.size, q.laddr, q.ctx, 0, false});
-      return true;
+      break;
     }
     default:
       util::throw_fatal("native shm backend: unknown message type ", m.type,
                         " from rank ", r, " (corrupted ring)");
   }
+  c.pop(m);
+  return true;
 }
 
 }  // namespace lci::net::shm

@@ -40,8 +40,13 @@
 // message) is published to shared memory with a release store, in batches:
 // when a quarter of the ring has been consumed since the last publication,
 // and whenever the consumer calls publish() (the backend does at the end of
-// every poll). The producer caches the head and re-reads it (acquire) only
-// when the ring looks full. No atomic read-modify-write anywhere.
+// every poll). A message the consumer takes in place (take) is lent, not
+// consumed: nothing is published while a message is lent, and its
+// continuation slots are poisoned only when the caller gives it back
+// (give_back, once done with its bytes), before the publish() that hands
+// its slots to the producer. The producer caches the head and re-reads it
+// (acquire) only when the ring looks full. No atomic read-modify-write
+// anywhere.
 //
 // Thread safety: one producer and one consumer at a time (the backend holds
 // a try-lock per side).
@@ -284,7 +289,7 @@ class ring_consumer_t
   }
 
   // The message at the head, if one is there (pads are skipped); it stays
-  // until pop().
+  // until pop() or take().
   bool peek(msg_t* m)
   {
     for (;;) {
@@ -313,9 +318,33 @@ class ring_consumer_t
     maybe_publish();
   }
 
-  // Makes the consumed space available to the producer.
+  // Moves past the message peek() returned and lends it: its slots stay as
+  // they are, and nothing is published, until give_back(m) and publish().
+  void take(const msg_t& m)
+  {
+    head_ += slots_for(m.length);
+    lent_ = true;
+  }
+
+  // A message lent by take(), whose bytes the caller no longer reads: its
+  // continuation slots poisoned (as pop() does), ready for publish().
+  static void give_back(const msg_t& m)
+  {
+    const uint64_t k = slots_for(m.length);
+    // (a message never wraps: its slots follow its header slot)
+    slot_t* s = reinterpret_cast<slot_t*>(
+        const_cast<unsigned char*>(m.payload) - kRingHeader);
+    for (uint64_t i = 1; i < k; ++i) s[i].word = kPoison;
+  }
+
+  // whether messages taken in place wait for publish()
+  bool lent() const { return lent_; }
+
+  // Makes the consumed space available to the producer (that of lent
+  // messages included: each was given back).
   void publish()
   {
+    lent_ = false;
     if (published_ != head_) {
       published_ = head_;
       store_release(&ctrl_->head, head_);
@@ -327,7 +356,7 @@ class ring_consumer_t
  private:
   void maybe_publish()
   {
-    if (head_ - published_ >= nslots_ / 4) publish();
+    if (!lent_ && head_ - published_ >= nslots_ / 4) publish();
   }
 
   slot_t* slots_ = nullptr;
@@ -335,6 +364,7 @@ class ring_consumer_t
   ring_ctrl_t* ctrl_ = nullptr;
   uint64_t head_ = 0;
   uint64_t published_ = 0;
+  bool lent_ = false;
 };
 
 }  // namespace lci::net::shm
