@@ -84,6 +84,14 @@ bool poll_until(pair_t& p, const std::function<bool()>& done,
   return true;
 }
 
+// `len` bytes of message `msg`'s pattern
+std::vector<char> patterned(size_t msg, size_t len)
+{
+  std::vector<char> v(len);
+  for (size_t i = 0; i < len; ++i) v[i] = static_cast<char>(pattern(msg, i));
+  return v;
+}
+
 // This thread's voluntary context switches so far: a poll that sleeps in
 // the kernel adds one, one that retries the socket none.
 long voluntary_switches()
@@ -209,8 +217,7 @@ TEST(SocketDevice, LargeSendPartialWritesAndReads)
 {
   pair_t p;
   const size_t big = size_t(16) << 20;
-  std::vector<char> out(big), in(big);
-  for (size_t i = 0; i < big; ++i) out[i] = static_cast<char>(pattern(9, i));
+  std::vector<char> out = patterned(9, big), in(big);
   int sent = 0;
   lci::error_t e = p.d0->post_send(1, out.data(), big, &sent);
   ASSERT_TRUE(e.is_posted());
@@ -415,8 +422,7 @@ TEST(SocketDevice, OrderlyCloseIsNoFailure)
 TEST(SocketDevice, StalledSenderSleepsAndLosesNothing)
 {
   const size_t big = size_t(16) << 20;
-  std::vector<char> out(big);
-  for (size_t i = 0; i < big; ++i) out[i] = static_cast<char>(pattern(5, i));
+  const std::vector<char> out = patterned(5, big);
   long switches[2] = {0, 0};
   for (size_t wait_us : {size_t(0), sk::kWaitUs}) {
     pair_t p(wait_us);
@@ -438,8 +444,7 @@ TEST(SocketDevice, ReceiverWithHalfAPayloadSleeps)
 {
   pair_t p;
   const size_t big = size_t(16) << 20;
-  std::vector<char> out(big), in(big);
-  for (size_t i = 0; i < big; ++i) out[i] = static_cast<char>(pattern(6, i));
+  std::vector<char> out = patterned(6, big), in(big);
   int sent = 0;
   ASSERT_TRUE(p.d0->post_send(1, out.data(), big, &sent).is_posted());
   ASSERT_TRUE(p.d1->post_recv(in.data(), big, &in).is_posted());
@@ -455,11 +460,9 @@ TEST(SocketDevice, LaggingReaderLosesNothing)
 {
   pair_t p;
   const size_t big = size_t(4) << 20, nbig = 6;
-  std::vector<std::vector<char>> outs(nbig, std::vector<char>(big));
+  std::vector<std::vector<char>> outs;
   std::vector<std::vector<char>> ins(nbig, std::vector<char>(big));
-  for (size_t k = 0; k < nbig; ++k)
-    for (size_t i = 0; i < big; ++i)
-      outs[k][i] = static_cast<char>(pattern(k + 20, i));
+  for (size_t k = 0; k < nbig; ++k) outs.push_back(patterned(k + 20, big));
   for (auto& b : ins)
     ASSERT_TRUE(p.d1->post_recv(b.data(), big, &b).is_posted());
   std::vector<std::vector<char>> keep;
