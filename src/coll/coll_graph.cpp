@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "util/error.hpp"
+#include "util/idle.hpp"
 
 namespace lci::coll
 {
@@ -19,6 +20,20 @@ namespace
 
 // polls of the node-local team before a blocking call also drives progress
 constexpr unsigned kAlonePolls = 128;
+
+// How a blocking collective waits. With a core per rank of the node (the
+// team knows), it keeps its core: giving it away (the library's idle
+// policy, util/idle.hpp) hands it to other jobs' processes for a time
+// slice while the peer it waits for runs on its own core, and the MPI
+// implementations do not either. With more ranks than cores the library's
+// policy applies (the rank it waits for may be waiting for that core; a
+// yield at every idle poll, as MPI does then, loses whole time slices to
+// other jobs' load: docs/PERFORMANCE_LOG.md), and so it does without a
+// team (collectives off, or not this engine's).
+bool keeps_core(team_base_t* team)
+{
+  return team && !static_cast<shm_team_t*>(team)->oversubscribed();
+}
 
 struct copy_node_t {
   const void* src;
@@ -481,11 +496,15 @@ void coll_t::run_team(const shm_request_t& req, const status_t& status)
   // the core when idle); an error raised meanwhile is kept until the
   // collective ended, which must not touch the caller's buffers after it
   // returned
+  const bool keep = keeps_core(team);
   std::exception_ptr raised;
   for (unsigned spins = 1; !op->done.load(std::memory_order_acquire); ++spins) {
     try {
       if (team->poll() || spins < kAlonePolls || (spins & 1) != 0) continue;
-      progress_x().runtime(call_.runtime).device(call_.device)();
+      if (keep) util::idle_keep_core();
+      // the device alone (its runtime is the call's): the handle check
+      // then takes its per-thread cached path
+      progress_x().device(call_.device)();
     } catch (...) {
       if (!raised) raised = std::current_exception();
     }
@@ -515,9 +534,12 @@ void coll_t::run(void* buffer, size_t size)
   graph_ = comp_t();
   graph_start(g);
   if (!wait) return;
-  // progress until done, yielding when idle (util/idle.hpp)
-  while (!wait->done.load(std::memory_order_acquire))
-    progress_x().runtime(call_.runtime).device(call_.device)();
+  // progress until done (wait_policy)
+  const bool keep = keeps_core(call_.team);
+  while (!wait->done.load(std::memory_order_acquire)) {
+    if (keep) util::idle_keep_core();
+    progress_x().device(call_.device)();
+  }
   if (wait->failed.error.errorcode == errorcode_t::fatal_peer_failure)
     throw peer_failure_error(wait->error, wait->failed.rank);
   if (!wait->error.empty()) throw fatal_error(wait->error);
@@ -790,10 +812,12 @@ void coll_t::run_hier(void* buffer, size_t size)
   }
   // as a node-local blocking call: an error raised meanwhile is kept until
   // every part ended (they use the caller's buffers)
+  const bool keep = keeps_core(t);
   while (!h->done.load(std::memory_order_acquire)) {
     try {
+      if (keep) util::idle_keep_core();
       t->poll();
-      progress_x().runtime(call_.runtime).device(call_.device)();
+      progress_x().device(call_.device)();
     } catch (const peer_failure_error&) {
       // G ends with the failure too (the sweep withdraws its receives)
       if (!raised) raised = std::current_exception();

@@ -284,6 +284,7 @@ std::unique_ptr<shm_team_t> shm_team_t::open(
   team->members_ = std::move(members);
   team->node_of_ = std::move(node_of);
   team->leaders_ = std::move(leaders);
+  team->oversubscribed_ = cores > 0 && local_n > cores;
   return team;
 }
 
@@ -421,6 +422,23 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req)
       overlaps(in, in_bytes, out, out_bytes)) {
     o.snapshot_.assign(in, in + in_bytes);
     o.req_.in = o.snapshot_.data();
+  }
+  // nothing queued and nobody polling (the usual blocking call): it is the
+  // current collective at once, without the queue's lock. Whoever holds
+  // polling_ is the only writer of current_ and broken_, and npending_ is
+  // 0 only when there is no current collective. (A collective that another
+  // thread queues meanwhile runs after this one: starts that race have no
+  // order on any rank.)
+  if (npending_.load(std::memory_order_acquire) == 0 &&
+      !polling_.test_and_set(std::memory_order_acquire)) {
+    const bool idle = npending_.load(std::memory_order_acquire) == 0 &&
+                      broken_.errorcode == errorcode_t::done;
+    if (idle) {
+      current_ = op;
+      npending_.fetch_add(1, std::memory_order_release);
+    }
+    polling_.clear(std::memory_order_release);
+    if (idle) return;
   }
   shm_result_t failed;
   {

@@ -172,6 +172,10 @@ class shm_team_t final : public team_base_t
   // the node (0..) of a runtime rank, and each node's leader
   int node_of(int rank) const { return node_of_[static_cast<size_t>(rank)]; }
   const std::vector<int>& leaders() const { return leaders_; }
+  // this node has more ranks than cores online: a rank that waits for
+  // another gives its core away at once, or the one it waits for may not
+  // run until the waiter's time slice ends
+  bool oversubscribed() const { return oversubscribed_; }
   // hierarchical collectives this rank ran (introspection for tests)
   uint64_t hierarchical_runs() const
   {
@@ -212,6 +216,7 @@ class shm_team_t final : public team_base_t
   std::vector<int> node_of_;
   std::vector<int> leaders_;
   std::atomic<uint64_t> hier_runs_{0};
+  bool oversubscribed_ = false;
   void* base_;  // null for a node of one rank
   size_t bytes_;
   size_t slot_bytes_;

@@ -12,12 +12,17 @@ namespace lci::coll
 call_t begin_call(const char* call, runtime_t runtime, device_t device,
                   matching_engine_t engine)
 {
-  if (device.is_empty() &&
-      resolve_runtime(runtime, call)->default_device == nullptr)
-    util::throw_fatal(call,
-                      ": no device (the runtime has no default device: pass "
-                      ".device())");
-  rt_dev_t rd = resolve_device(runtime, device, call);
+  rt_dev_t rd;
+  if (device.is_empty()) {
+    rd.rt = resolve_runtime(runtime, call);
+    rd.dev = rd.rt->default_device;
+    if (!rd.dev)
+      util::throw_fatal(call,
+                        ": no device (the runtime has no default device: pass "
+                        ".device())");
+  } else {
+    rd = resolve_device(runtime, device, call);
+  }
   runtime_impl_t* rt = rd.rt;
   checked_engine(engine, nullptr, call);
   matching_engine_impl_t* m = engine.p_impl ? engine.p_impl : rt->coll_me;

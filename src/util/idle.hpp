@@ -46,6 +46,17 @@ inline void idle_yield(uint32_t* idle, size_t spins)
   }
 }
 
+// A wait that keeps its core (the blocking collectives on a node with a
+// core per rank, coll/coll_graph.cpp), called before each of its progress
+// calls: the idle count stays below the default yield point while it keeps
+// the period of 8 at which progress checks the peers. (An idle_spins of 32
+// or less still yields.)
+inline void idle_keep_core()
+{
+  uint32_t& idle = g_poll_counts.idle;
+  if (idle >= 32) idle -= 24;
+}
+
 // After a poll of this thread that is not progress_device's (a wait with
 // nothing to progress): did it find work?
 inline void idle_polled(size_t spins, bool did_work)

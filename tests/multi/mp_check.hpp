@@ -47,6 +47,16 @@ inline void add_bytes(const void* l, const void* r, void* d, size_t n)
   auto* o = static_cast<unsigned char*>(d);
   for (size_t i = 0; i < n; ++i) o[i] = static_cast<unsigned char>(a[i] + b[i]);
 }
+
+// The exit status of a test once its checks ran: 1, saying how many
+// failed, or 0.
+inline int exit_status()
+{
+  const int n = g_failures.load();
+  if (n == 0) return 0;
+  std::fprintf(stderr, "rank %d: %d failures\n", g_rank, n);
+  return 1;
+}
 }  // namespace mp
 
 #endif  // LCI_TESTS_MULTI_MP_CHECK_HPP

@@ -14,8 +14,11 @@
 //     node 0 get a fatal_error naming the call, none hangs.
 //   mp_coll_hier_edge abandon
 //     the leaders start a nonblocking allreduce that the other ranks never
-//     join, and the runtime is freed with it queued: its state is freed
-//     with the team (LeakSanitizer checks it in the asan preset).
+//     join, and the runtime is freed with it queued: the team frees its
+//     state, its unstarted point-to-point part included, without a crash
+//     or a double free (the asan preset checks the frees; a leak it cannot
+//     see: the unstarted part stays reachable through the live set of
+//     completion objects).
 //
 // Exit status 0 on success.
 #include <cstdio>
@@ -37,12 +40,12 @@ namespace
 
 using mp::g_rank;
 
+// 64-bit words added
 void add_u64(const void* l, const void* r, void* d, size_t n)
 {
-  auto* a = static_cast<const uint64_t*>(l);
-  auto* b = static_cast<const uint64_t*>(r);
-  auto* o = static_cast<uint64_t*>(d);
-  for (size_t i = 0; i < n; ++i) o[i] = a[i] + b[i];
+  for (size_t i = 0; i < n; ++i)
+    static_cast<uint64_t*>(d)[i] =
+        static_cast<const uint64_t*>(l)[i] + static_cast<const uint64_t*>(r)[i];
 }
 
 constexpr unsigned char kGuard = 0xa5;
@@ -166,11 +169,7 @@ int main(int argc, char** argv)
     std::fprintf(stderr, "rank %d: %s\n", g_rank, e.what());
     return 1;
   }
-  if (mp::g_failures) {
-    std::fprintf(stderr, "rank %d: %d failures\n", g_rank,
-                 mp::g_failures.load());
-    return 1;
-  }
+  if (mp::exit_status() != 0) return 1;
   std::printf("mp_coll_hier_edge %s: rank %d: ok\n", what.c_str(), g_rank);
   return 0;
 }
