@@ -576,6 +576,11 @@ void point_at_graph(T*, comp_t, long)
 // A graph node's copy of a functor. A posting object's lists are views of
 // the caller's vectors, which need not outlive graph_add_node_op: the node
 // keeps copies and points the object's views at them.
+// std::void_t, which this header cannot use: it parses as C++11
+template <typename...>
+struct make_void {
+  typedef void type;
+};
 template <typename T, typename = void>
 struct node_op_t {
   T op;
@@ -583,9 +588,9 @@ struct node_op_t {
 };
 template <typename T>
 struct node_op_t<
-    T,
-    std::void_t<decltype(std::declval<T&>().buffers_ = buffers_view_t()),
-                decltype(std::declval<T&>().rbuffers_ = rbuffers_view_t())>> {
+    T, typename make_void<
+           decltype(std::declval<T&>().buffers_ = buffers_view_t()),
+           decltype(std::declval<T&>().rbuffers_ = rbuffers_view_t())>::type> {
   T op;
   buffers_t buffers;
   rbuffers_t rbuffers;
