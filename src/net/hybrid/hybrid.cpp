@@ -146,6 +146,8 @@ class hybrid_device_t final : public net_device_t
 
   error_t post_recv(void* buf, size_t size, void* ctx) override
   {
+    // every peer on this node: a raw receive can only be the local side's
+    if (!s_.any_remote) return local_->post_recv(buf, size, ctx);
     const bool remote = !local_recvs_.needed ||
                         (remote_recvs_.needed && outstanding(remote_recvs_) <
                                                      outstanding(local_recvs_));
