@@ -44,10 +44,14 @@ sk::config_t config(int rank)
   return c;
 }
 
+// the sleep of a stalled poll that these tests give the devices (the
+// default is none)
+constexpr size_t kSleepUs = 200;
+
 struct pair_t {
   sk::config_t c0 = config(0), c1 = config(1);
   std::unique_ptr<sk::socket_device_t> d0, d1;
-  explicit pair_t(size_t wait_us = sk::kWaitUs)
+  explicit pair_t(size_t wait_us = kSleepUs)
   {
     c0.wait_us = c1.wait_us = wait_us;
     d0 = std::make_unique<sk::socket_device_t>(c0);
@@ -424,7 +428,7 @@ TEST(SocketDevice, StalledSenderSleepsAndLosesNothing)
   const size_t big = size_t(16) << 20;
   const std::vector<char> out = patterned(5, big);
   long switches[2] = {0, 0};
-  for (size_t wait_us : {size_t(0), sk::kWaitUs}) {
+  for (size_t wait_us : {size_t(0), kSleepUs}) {
     pair_t p(wait_us);
     std::vector<char> in(big);
     int sent = 0;

@@ -54,8 +54,11 @@
 namespace lci::net::socket
 {
 
-// the default of config_t::wait_us (LCI_SOCKET_WAIT_US overrides)
-constexpr size_t kWaitUs = 200;
+// the default of config_t::wait_us (LCI_SOCKET_WAIT_US overrides): no
+// sleep, since a progress call that sleeps delays whatever else the
+// caller's device carries (hybrid's node-local side) and the caller's
+// thread, which a task runtime needs back at once
+constexpr size_t kWaitUs = 0;
 
 struct config_t {
   int rank_me, rank_n;
