@@ -154,7 +154,7 @@ RUNS = {
              "Native shm backend with the shorter progress call"),
     "netif": (SHM, "704f916, 2026-11-27",
               "native_shm_peek3_2026-11-27.merge.rotations.csv",
-              "After the merge of 2026-11-27"),
+              "The day's branches merged: in-place receive"),
     "rma": (SHM, "b6ce070, 2026-11-25",
             "native_shm_small_rma_bandwidth.results.csv",
             "Native shm RMA: small transfers"),
