@@ -699,7 +699,10 @@ TEST_F(LciTest, SignalToUnregisteredRcomp)
   // the put's ack says so: the put fails (not left in flight)
   EXPECT_THAT(lci_test::progress_until_fatal(),
               AllOf(HasSubstr("the put of 64 bytes"), HasSubstr("refused")));
-  std::vector<char> big(lci::get_max_bcopy_size() + 1, 'a');
+  // above every route's eager limit (a native shm route sends more than a
+  // packet eagerly): a rendezvous, whose refusal reaches the sender
+  std::vector<char> big(
+      std::max(lci::get_max_bcopy_size() + 1, size_t(64) << 10), 'a');
   s = lci_test::post_retry(
       [&] { return lci::post_am(0, big.data(), big.size(), cq, rc); });
   ASSERT_FALSE(s.is_retry());
