@@ -169,8 +169,8 @@ RUNS = {
     "hosts_loaded": (HOSTS, "2a45ac4, 2026-11-27",
                      "multihost_bandwidth_loaded_2026-11-27.csv",
                      "Two hosts, large messages on a loaded machine"),
-    "capi": (SHM, "704f916, 2026-11-27", "capi_2026-11-27.csv",
-             "The day's branches merged"),
+    "capi": (SHM, "4278f14, 2026-11-27", "capi_4278f14_2026-11-27.csv",
+             "The C interface and the socket backend's sleep"),
     "kmer": (SHM, "02e705f, 2026-11-26", "kmer_2026-11-26.csv",
              "Across two hosts"),
 }
