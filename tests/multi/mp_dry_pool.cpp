@@ -182,5 +182,5 @@ int main()
     std::fprintf(stderr, "mp_dry_pool: rank %d: %s\n", g_rank, e.what());
     return 1;
   }
-  return g_failures ? 1 : 0;
+  return mp::exit_status();
 }
