@@ -160,8 +160,8 @@ RUNS = {
             "Native shm RMA: small transfers"),
     "threads": (OFI_SHM, "3e1a5a5, 2026-11-24", "msgrate-threads.results.csv",
                 "Threads through loopback"),
-    "coll": (OFI_SHM, "41b94df, 2026-11-24", "coll_n2.csv",
-             "Collectives (commit 41b94df"),
+    "coll": (SHM, "4278f14, 2026-11-27", "coll_4278f14_2026-11-27.csv",
+             "Collectives on one node after the merge"),
     "coll_shm": (SHM, "75830d4, 2026-11-27", "coll_shm_2026-11-27.csv",
                  "Collectives: large messages through the segment"),
     "hosts": (HOSTS, "d9307e0, 2026-11-27", "multihost_socket_2026-11-27.csv",
@@ -214,10 +214,13 @@ ROWS = [
     ("coll", measure, "us", True, digits,
      lambda f, coll=coll, size=size: collective(f, coll, size))
     for measure, coll, size, digits in (
-        ("barrier, 2 ranks", "barrier", 0, 2),
-        ("allreduce, 8 B, 2 ranks (best LCI algorithm)", "allreduce", 8, 2),
-        ("allreduce, 1 MiB, 2 ranks (best LCI algorithm)", "allreduce", MIB,
-         1),
+        ("barrier, 2 ranks", "barrier", 0, 3),
+        ("allreduce, 8 B, 2 ranks", "allreduce", 8, 3),
+        ("allreduce, 64 KiB, 2 ranks", "allreduce", 64 * KIB, 1),
+        ("broadcast, 8 B, 2 ranks", "broadcast", 8, 3),
+        ("broadcast, 64 KiB, 2 ranks", "broadcast", 64 * KIB, 1),
+        ("allgather, 64 KiB, 2 ranks", "allgather", 64 * KIB, 1),
+        ("alltoall, 64 KiB, 2 ranks", "alltoall", 64 * KIB, 1),
         ("alltoall, 1 MiB, 2 ranks", "alltoall", MIB, 1))
 ] + [
     ("coll_shm", "%s, %s ranks (loaded machine)" % (coll_label, ranks), "us",
