@@ -100,11 +100,13 @@ if [ $# -eq 0 ]; then
       's/^lci_stress_test\(([a-z_]+)\).*/lci_stress_\1/p' \
       tests/stress/CMakeLists.txt | tr '\n' ' ')" \
     run_preset tsan -R '^(stress\.|unit\.threads$)'
-  # A build without libfabric: the native shm backend alone. The
-  # whole native suite already ran in the debug stage on the same code;
-  # this stage checks what differs without libfabric (liblci links none,
-  # the registry has shm alone, a job across nodes fails clearly) and that
-  # the unit tests and a native multi-process run of each kind pass there.
+  # A build without libfabric (native shm and socket) and without the
+  # precompiled headers. The whole native suite already ran in the debug
+  # stage on the same code; this stage checks what differs without
+  # libfabric (liblci links none, a job across nodes runs over hybrid with
+  # the socket backend), that every source of the library includes what it
+  # uses, and that the unit tests and a native multi-process run of each
+  # kind pass there.
   # (the unit topics are those tests/unit/CMakeLists.txt builds without ofi)
   BUILD_TARGETS="lci lci_info lcrun hello_world put_signal mp_sendrecv mp_p2p
       mp_coll mp_completion mp_flood lci_unit_bad_input $(printf 'lci_unit_%s ' \
