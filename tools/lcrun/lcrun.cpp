@@ -330,7 +330,12 @@ std::string make_secret()
     if (out_fds[i] >= 0)
       dup2(out_fds[i], i == 0 ? STDOUT_FILENO : STDERR_FILENO);
   }
-  setpgid(0, 0);
+  // Each rank leads its own session, and so its own process group, which
+  // is what lcrun signals; hydra starts its ranks the same way. A rank
+  // that reads lcrun's terminal is then not a background job of it (the
+  // kernel would stop it), and with autogroup scheduling a busy machine
+  // shares its cores among the ranks as among other programs' sessions.
+  if (setsid() < 0) setpgid(0, 0);
 #ifdef __linux__
   // Do not outlive lcrun if it is killed with SIGKILL.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -449,10 +454,10 @@ bool job_t::launch(int rank)
               parent);
   }
   int fork_errno = errno;
-  if (pid > 0) {
-    setpgid(pid, pid);  // also done by the child; whoever is first wins
-    ranks_[rank].pid = pid;
-  }
+  // The child makes itself a session leader (setsid fails for a group
+  // leader, so lcrun does not make it one first); until it has, a signal
+  // to its group falls back to the process (signal_all).
+  if (pid > 0) ranks_[rank].pid = pid;
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   if (sv[1] >= 0) close(sv[1]);
   for (int i = 0; opt_.label && i < 2; ++i) {
