@@ -97,22 +97,13 @@ mkdir -p "$out"
 csv=$out/kmer.csv
 echo "k,agg,config,rep,total,read,bloom,count,histo" > "$csv"
 
-# hydra's proxy starts every MPI rank in a session of its own; with the
-# kernel's autogroup scheduling (/proc/sys/kernel/sched_autogroup_enabled)
-# a session is a scheduling group, which gets as much CPU as any other
-# group on a loaded machine. lcrun keeps its ranks in the caller's session,
-# so ours get the same share only if each rank starts its own session too.
-session=""
-# (and a timeout of its own: a rank in another session outlives lcrun)
-command -v setsid > /dev/null && session="setsid -w timeout 900"
-
 # run CONFIG K AGG REP: one run, one CSV row
 run() {
   config=$1 k=$2 agg=$3 rep=$4
   histo=$out/$config.k$k.a$agg.r$rep.histo
   case $config in
-    lci_2x1) set -- "$lcrun" -n 2 --timeout 900 $session "$kmer" -t 1 ;;
-    lci_1x2) set -- "$lcrun" -n 1 --timeout 900 $session "$kmer" -t 2 ;;
+    lci_2x1) set -- "$lcrun" -n 2 --timeout 900 "$kmer" -t 1 ;;
+    lci_1x2) set -- "$lcrun" -n 1 --timeout 900 "$kmer" -t 2 ;;
     mpi_2) set -- $mpirun -n 2 "$kmer_mpi" ;;
     lci_hosts_1t) set -- $hydra "$kmer" -t 1 ;;
     lci_hosts_2t) set -- $hydra "$kmer" -t 2 ;;
