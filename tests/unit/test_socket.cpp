@@ -51,9 +51,10 @@ constexpr size_t kSleepUs = 200;
 struct pair_t {
   sk::config_t c0 = config(0), c1 = config(1);
   std::unique_ptr<sk::socket_device_t> d0, d1;
-  explicit pair_t(size_t wait_us = kSleepUs)
+  explicit pair_t(size_t wait_us = kSleepUs, size_t recv_chunk = sk::kRecvChunk)
   {
     c0.wait_us = c1.wait_us = wait_us;
+    c0.recv_chunk = c1.recv_chunk = recv_chunk;
     d0 = std::make_unique<sk::socket_device_t>(c0);
     d1 = std::make_unique<sk::socket_device_t>(c1);
     std::vector<std::string> addrs = {d0->get_address(), d1->get_address()};
@@ -248,6 +249,47 @@ TEST(SocketDevice, LargeSendPartialWritesAndReads)
         expect_msg(got++, static_cast<const char*>(c.ctx), c.length);
       }));
   ASSERT_EQ(std::memcmp(in.data(), out.data(), big), 0);
+}
+
+// A payload is read in recv_chunk pieces: a 16 MiB message with 64 KiB
+// chunks takes at least 256 recvs and arrives intact, and so does the small
+// message behind it; with no limit it takes fewer.
+TEST(SocketDevice, PayloadReadInChunks)
+{
+  const size_t big = size_t(16) << 20, chunk = 64 * 1024;
+  uint64_t recvs[2] = {0, 0};
+  for (size_t limit : {chunk, size_t(0)}) {
+    pair_t p(kSleepUs, limit);
+    std::vector<char> out = patterned(11, big), in(big);
+    int sent = 0;
+    ASSERT_TRUE(p.d0->post_send(1, out.data(), big, &sent).is_posted());
+    std::vector<std::vector<char>> keep;
+    send_many(p, 1, &keep);
+    ASSERT_TRUE(p.d1->post_recv(in.data(), big, &in).is_posted());
+    const uint64_t before = p.d1->data_recvs();
+    bool big_done = false, big_recv = false, small = false;
+    ASSERT_TRUE(poll_until(
+        p, [&] { return big_done && big_recv && small; },
+        [&](int d, const cqe_t& c) {
+          ASSERT_EQ(c.error, nullptr);
+          if (d == 0) {
+            big_done = big_done || c.ctx == &sent;
+            return;
+          }
+          if (c.kind == cqe_t::kind_t::recv) {
+            ASSERT_EQ(c.length, big);
+            big_recv = true;
+            return;
+          }
+          ASSERT_TRUE(big_recv) << "the small message overtook the large one";
+          expect_msg(0, static_cast<const char*>(c.ctx), c.length);
+          small = true;
+        }));
+    ASSERT_EQ(std::memcmp(in.data(), out.data(), big), 0);
+    recvs[limit == 0] = p.d1->data_recvs() - before;
+  }
+  EXPECT_GE(recvs[0], big / chunk);
+  EXPECT_LT(recvs[1], recvs[0]);
 }
 
 TEST(SocketDevice, RmaAndRefusedKeys)

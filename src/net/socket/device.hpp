@@ -15,8 +15,13 @@
 // input buffer with one recv, then parses whole frames in order: messages
 // go to the caller's scratch buffer (`message` cqes) while they fit, else
 // into pre-posted receives; payloads of RMA frames and messages larger than
-// the input buffer are read straight into their destination. With few
-// peers a poll tries recv on each; with more, one epoll_wait(0) says which.
+// the input buffer are read straight into their destination, at most
+// recv_chunk bytes per recv, recv after recv while each fills: a recv holds
+// the socket's lock for its whole copy, and the segments that arrive
+// meanwhile wait unacknowledged in the socket's backlog until it returns,
+// so one recv of a whole large payload stops the acks that free the
+// sender's send buffer. With few peers a poll tries recv on each; with
+// more, one epoll_wait(0) says which.
 //
 // Failure: EOF or an error on a peer's connection fails every operation
 // still pending with that peer (queued sends, writes and reads waiting for
@@ -60,6 +65,9 @@ namespace lci::net::socket
 // thread, which a task runtime needs back at once
 constexpr size_t kWaitUs = 0;
 
+// the default of config_t::recv_chunk (LCI_SOCKET_RECV_CHUNK overrides)
+constexpr size_t kRecvChunk = 256 * 1024;
+
 struct config_t {
   int rank_me, rank_n;
   std::string ip;   // the address this rank listens on (dotted IPv4)
@@ -67,6 +75,8 @@ struct config_t {
   size_t connect_timeout_s;
   // the longest sleep of a stalled poll (microseconds; 0: never sleep)
   size_t wait_us = kWaitUs;
+  // the most bytes one recv of a payload asks for (0: all that is due)
+  size_t recv_chunk = kRecvChunk;
   std::shared_ptr<key_table_t> keys;
 };
 
@@ -106,6 +116,8 @@ class socket_device_t final : public net_device_t
   size_t poll_comp(cqe_t* out, size_t max, char* scratch,
                    size_t scratch_size) override;
   std::string debug_state() override;
+  // recv calls that moved bytes so far (for tests)
+  uint64_t data_recvs() const { return data_recvs_; }
 
  private:
   // an operation waiting for the target's answer (write, read, network
@@ -189,8 +201,9 @@ class socket_device_t final : public net_device_t
   std::deque<recv_t> recvs_;
   std::deque<cqe_t> done_;  // completions made outside poll_comp
   uint64_t next_id_ = 1;
-  uint64_t moved_ = 0;   // bytes read and written by this device so far
-  uint32_t stalls_ = 0;  // polls in a row that stalled
+  uint64_t moved_ = 0;       // bytes read and written by this device so far
+  uint64_t data_recvs_ = 0;  // recv calls that moved bytes
+  uint32_t stalls_ = 0;      // polls in a row that stalled
 };
 
 }  // namespace lci::net::socket

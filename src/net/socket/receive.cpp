@@ -173,6 +173,7 @@ int socket_device_t::read_more(peer_t& p)
     n = ::recv(p.fd, p.in.data() + p.tail, space, MSG_DONTWAIT);
   } while (n < 0 && errno == EINTR);
   if (n > 0) {
+    ++data_recvs_;
     moved_ += static_cast<size_t>(n);
     p.tail += static_cast<size_t>(n);
     return static_cast<size_t>(n) == space ? 2 : 1;
@@ -340,7 +341,8 @@ bool socket_device_t::parse_one(peer_t& p, sink_t& s)
 }
 
 // Moves the current body's bytes from the input buffer, then straight from
-// the socket, to its destination. True when it finished (or may go on);
+// the socket (at most recv_chunk per recv, device.hpp), to its
+// destination. True when it finished (or may go on);
 // false when the socket has nothing more now.
 bool socket_device_t::continue_body(peer_t& p, sink_t& s)
 {
@@ -359,12 +361,14 @@ bool socket_device_t::continue_body(peer_t& p, sink_t& s)
   p.head = p.tail = 0;
   // a discarded payload goes through the input buffer
   char* to = p.dst ? p.dst + p.got : p.in.data();
-  const size_t ask = p.dst ? p.left : std::min(p.left, p.in.size());
+  size_t ask = p.dst ? p.left : std::min(p.left, p.in.size());
+  if (cfg_.recv_chunk && ask > cfg_.recv_chunk) ask = cfg_.recv_chunk;
   ssize_t n;
   do {
     n = ::recv(p.fd, to, ask, MSG_DONTWAIT);
   } while (n < 0 && errno == EINTR);
   if (n > 0) {
+    ++data_recvs_;
     moved_ += static_cast<size_t>(n);
     p.got += static_cast<size_t>(n);
     p.left -= static_cast<size_t>(n);

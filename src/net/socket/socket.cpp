@@ -60,6 +60,16 @@ class socket_context_t final : public context_t
                           "1000000");
       cfg_.wait_us = v;
     }
+    cfg_.recv_chunk = kRecvChunk;
+    if (const char* c = std::getenv("LCI_SOCKET_RECV_CHUNK"); c && *c) {
+      char* end = nullptr;
+      const unsigned long v = std::strtoul(c, &end, 10);
+      if (*end != '\0' || (v != 0 && v < 4096) || v > (1ul << 30))
+        util::throw_fatal("alloc_runtime: LCI_SOCKET_RECV_CHUNK '", c,
+                          "' is not a number of bytes from 4096 to 2^30 (or "
+                          "0: no limit)");
+      cfg_.recv_chunk = v;
+    }
     cfg_.keys = std::make_shared<key_table_t>();
     caps_.backend = "socket";
     caps_.provider = "tcp " + cfg_.ip;
