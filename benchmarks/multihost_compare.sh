@@ -13,8 +13,9 @@
 # hosts.sh: node0 and node1 on a private bridge, launchers started from
 # "head"), built here and removed on exit; benchmarks/compare does the
 # launches, statistics, CSV and plots (its --hosts mode). Needs root.
-# Examples:
+# --sweep NAME (repeatable) runs only the sweeps named. Examples:
 #   benchmarks/multihost_compare.sh --build build/release --out mh-out
+#   benchmarks/multihost_compare.sh --sweep mh-bandwidth --sizes 4194304
 #   benchmarks/multihost_compare.sh --quick --no-plot   (a smoke run)
 # Set MULTIHOST_DIR to keep the hosts' state somewhere else than a
 # temporary directory.
@@ -25,5 +26,9 @@ hosts="$root/tests/multihost/hosts.sh"
 trap 'sh "$hosts" down "$dir" >/dev/null' EXIT
 trap 'exit 130' INT TERM HUP
 sh "$hosts" up 2 "$dir" || exit $?
-python3 "$root/benchmarks/compare" --hosts "$dir" --sweep mh-latency \
-  --sweep mh-msgrate --sweep mh-bandwidth "$@"
+# the three sweeps unless the arguments name their own
+sweeps="--sweep mh-latency --sweep mh-msgrate --sweep mh-bandwidth"
+for a in "$@"; do
+  case $a in --sweep|--sweep=*) sweeps="" ;; esac
+done
+python3 "$root/benchmarks/compare" --hosts "$dir" $sweeps "$@"
