@@ -403,6 +403,11 @@ char* coll_t::scratch(size_t size)
   return p;
 }
 
+// A collective's send completes when the network has taken the message,
+// not when its buffer is free: a provider with manual progress (libfabric
+// rxm) may hold a copied message until its endpoint is progressed again
+// (the connection to the peer not yet set up), and a caller that leaves a
+// collective may never progress that device again while the peer waits.
 graph_node_t coll_t::send(int peer, const void* buf, size_t size, uint64_t step)
 {
   comp_t g = graph();
@@ -412,7 +417,8 @@ graph_node_t coll_t::send(int peer, const void* buf, size_t size, uint64_t step)
                          .runtime(call_.runtime)
                          .device(call_.device)
                          .matching_engine(call_.engine)
-                         .allow_retry(false),
+                         .allow_retry(false)
+                         .comp_semantic(comp_semantic_t::network),
                      state_, "send to"});
   graph_add_edge_x(g, n, state_node_).fn (&check_send)();
   return n;

@@ -17,8 +17,10 @@
 #include <cstring>
 #include <exception>
 #include <lci.hpp>
+#include <string>
 #include <vector>
 
+#include "core/introspect.hpp"
 #include "mp_check.hpp"
 
 namespace
@@ -55,6 +57,23 @@ bool progress_until(lci::device_t dev, Pred pred, int seconds)
   return true;
 }
 
+// the device's counters and its backend's summary, to say where a stall is
+void dump_state(lci::device_t dev, lci::packet_pool_t pool)
+{
+  auto k = lci::introspect::get_counts(lci::runtime_t(), dev, pool);
+  std::fprintf(stderr,
+               "rank %d: pool %zu/%zu free, recvs posted %lld, sends pending "
+               "%lld, backlog %zu, matching entries %zu, packets taken back "
+               "%llu\n",
+               g_rank, k.pool_free, k.pool_npackets,
+               static_cast<long long>(k.recvs_posted),
+               static_cast<long long>(k.sends_pending), k.backlog, k.me_entries,
+               static_cast<unsigned long long>(k.held_released));
+  std::string net = lci::introspect::net_state(lci::runtime_t(), dev);
+  if (!net.empty())
+    std::fprintf(stderr, "rank %d: net: %s\n", g_rank, net.c_str());
+}
+
 template <typename Op>
 lci::status_t post(lci::device_t dev, Op&& op)
 {
@@ -74,7 +93,7 @@ bool done(lci::comp_t sync, bool* seen)
   return *seen;
 }
 
-void rank0(lci::device_t dev, size_t size)
+void rank0(lci::device_t dev, lci::packet_pool_t pool, size_t size)
 {
   lci::comp_t self = lci::alloc_counter();
   lci::rcomp_t to_self = lci::register_rcomp(self);
@@ -103,6 +122,7 @@ void rank0(lci::device_t dev, size_t size)
         "the awaited send did not arrive in 10 s while this rank's own "
         "messages kept coming (%lld of them)",
         static_cast<long long>(sent));
+  if (!arrived) dump_state(dev, pool);
   // (it arrives once nothing else comes: the end of the test)
   CHECK(progress_until(
             dev, [&] { return done(awaited, &got_awaited); }, 60),
@@ -168,7 +188,7 @@ int main()
     lci::barrier();
     if (g_failures == 0) {
       if (g_rank == 0)
-        rank0(dev, size);
+        rank0(dev, pool, size);
       else
         rank1(dev, size);
     }

@@ -30,6 +30,14 @@
 // drift figure, not checked: the machine's load decides it).
 //
 // mp_soak [--seed S] [--count N] [--seconds T] [--rss-slack MIB]
+//
+// The seed (rank 0's, from --seed, else from SOAK_SEED, else random) is
+// printed at the start, and every failure (a failed check, a stuck thread,
+// an error the library raised) prints how to run the same mix again:
+// `--seed S` with the same arguments, or `SOAK_SEED=S ctest -R <test>`
+// (the environment reaches every rank under the launchers of the tests).
+// The same seed gives the same operations, sizes and completions; the
+// timing, and with it the interleaving, is the machine's.
 #include <dirent.h>
 #include <malloc.h>
 #include <sys/mman.h>
@@ -42,6 +50,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <lci.hpp>
 #include <random>
 #include <string>
@@ -111,6 +120,7 @@ void fill(void* buf, size_t n, int src, uint64_t key)
 }
 
 std::atomic<int> g_failures{0};
+void print_replay();
 #define CHECK(cond, ...)                                                  \
   do {                                                                    \
     if (!(cond)) {                                                        \
@@ -118,6 +128,7 @@ std::atomic<int> g_failures{0};
       std::fprintf(stderr, __VA_ARGS__);                                  \
       std::fprintf(stderr, "\n");                                         \
       g_failures.fetch_add(1);                                            \
+      print_replay();                                                     \
       std::fflush(stderr);                                                \
       std::abort();                                                       \
     }                                                                     \
@@ -157,6 +168,37 @@ struct options_t {
   double rss_slack = 16;  // MiB the resident set may grow after warm-up
 };
 options_t g_opt;
+std::string g_args;  // the arguments other than --seed, for print_replay
+
+// How to run this mix again (the seed in force: every rank's is rank 0's
+// once the ranks have agreed on it).
+void print_replay()
+{
+  std::fprintf(stderr,
+               "rank %d: mp_soak: replay this mix with: mp_soak --seed %" PRIu64
+               "%s (same ranks and environment), or SOAK_SEED=%" PRIu64
+               " ctest -R <this test>\n",
+               g_rank, g_opt.seed, g_args.c_str(), g_opt.seed);
+  std::fflush(stderr);
+}
+
+// An exception nobody caught (a fatal_error of the library, e.g. a peer
+// declared failed, in a worker thread): said with the replay line.
+[[noreturn]] void on_terminate()
+{
+  if (std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      std::fprintf(stderr, "rank %d: mp_soak: uncaught exception: %s\n", g_rank,
+                   x.what());
+    } catch (...) {
+      std::fprintf(stderr, "rank %d: mp_soak: uncaught exception\n", g_rank);
+    }
+  }
+  print_replay();
+  std::abort();
+}
 
 constexpr uint64_t kFinMagic = 0x46494e5f736f616bull;
 struct fin_t {
@@ -898,7 +940,16 @@ void report_samples(const std::vector<sample_t>& v)
 
 int main(int argc, char** argv)
 {
+  std::set_terminate(&on_terminate);
   g_opt.seed = std::random_device()();
+  if (const char* e = std::getenv("SOAK_SEED")) {
+    char* end = nullptr;
+    g_opt.seed = std::strtoull(e, &end, 0);
+    if (*e == '\0' || *end != '\0') {
+      std::fprintf(stderr, "mp_soak: SOAK_SEED '%s' is not a number\n", e);
+      return 2;
+    }
+  }
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> const char* {
@@ -908,9 +959,17 @@ int main(int argc, char** argv)
       }
       return argv[++i];
     };
-    if (a == "--seed")
-      g_opt.seed = std::strtoull(next(), nullptr, 0);
-    else if (a == "--count")
+    if (a == "--seed") {
+      const char* v = next();
+      char* end = nullptr;
+      g_opt.seed = std::strtoull(v, &end, 0);
+      if (*v == '\0' || *end != '\0') {
+        std::fprintf(stderr, "mp_soak: --seed '%s' is not a number\n", v);
+        return 2;
+      }
+      continue;
+    }
+    if (a == "--count")
       g_opt.count = std::strtoull(next(), nullptr, 0);
     else if (a == "--seconds")
       g_opt.seconds = std::strtod(next(), nullptr);
@@ -922,6 +981,14 @@ int main(int argc, char** argv)
                    "[--rss-slack MIB]\n");
       return 2;
     }
+  }
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--seed") {
+      ++i;
+      continue;
+    }
+    g_args += " ";
+    g_args += argv[i];
   }
   if (const char* e = std::getenv("SOAK_NO_BACKLOG")) g_no_backlog = *e == '1';
   if (const char* e = std::getenv("SOAK_COMPS")) g_comps = std::atoi(e);

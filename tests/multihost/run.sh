@@ -7,7 +7,7 @@
 #   mpirun  mpirun --mca plm_rsh_agent DIR/enter --hostfile HOSTFILE -n N
 #           --map-by ppr:PPN:node (HOSTFILE: "node<i> slots=PPN"), as root
 #           --allow-run-as-root --oversubscribe; -x passes each LCI_*
-#           variable of the environment
+#           and SOAK_* variable of the environment (SOAK_SEED: mp_soak)
 # Ranks are placed in blocks: rank r on node<r / PPN>.
 # The launcher sees this environment without FI_TCP_IFACE and
 # FI_SOCKETS_IFACE (the ctest presets set them to lo for the one-host
@@ -38,7 +38,7 @@ case $launcher in
   mpirun)
     command -v mpirun >/dev/null || { echo "run.sh: no mpirun"; exit 77; }
     xs=""
-    for v in $(env | sed -n 's/^\(LCI_[A-Za-z0-9_]*\)=.*/\1/p'); do xs="$xs -x $v"; done
+    for v in $(env | sed -n 's/^\(\(LCI\|SOAK\)_[A-Za-z0-9_]*\)=.*/\1/p'); do xs="$xs -x $v"; done
     # shellcheck disable=SC2086
     set -- mpirun --allow-run-as-root --oversubscribe \
       --mca plm_rsh_agent "$dir/enter" --hostfile "$hostfile" -n "$n" \
