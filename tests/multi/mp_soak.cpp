@@ -234,7 +234,17 @@ struct op_t {
   bool posted = false;  // the post said posted: one signal expected
   std::atomic<int> fired{0};
   size_t expected = 0;  // a stream receive: the size the sender sends
+  // the error its completion carried, if any (written before `fired`)
+  std::string failure;
 };
+
+// A completion with an error: retire() reports it by name, before it
+// would read the buffer as if the operation had succeeded. (A counter or
+// a graph says only that its operations ended: their errors are not seen.)
+void note_status(op_t* op, const lci::status_t& s)
+{
+  if (!s.is_done()) op->failure = s.error.get_str();
+}
 
 struct thread_ctx_t {
   int t = 0;
@@ -342,6 +352,7 @@ void local_handler(lci::status_t s)
 {
   auto* op = static_cast<op_t*>(s.user_context);
   CHECK(op != nullptr, "handler without context");
+  note_status(op, s);
   op->fired.fetch_add(1);
   t_ctx->handler_signals++;
 }
@@ -422,6 +433,9 @@ bool try_post(thread_ctx_t& c, op_t* op)
 // The op completed: check its data and its bookkeeping, free it.
 void retire(thread_ctx_t& c, op_t* op)
 {
+  CHECK(op->failure.empty(), "%s %s with rank %d completed with %s",
+        op->kind < 6 ? kKindNames[op->kind] : "fin/barrier",
+        kCompNames[op->comp], op->peer, op->failure.c_str());
   if (op->comp != c_counter && op->comp != c_graph && op->comp != c_sync)
     CHECK(op->fired.load() == (op->posted ? 1 : 0),
           "%s op fired %d times (posted %d)", kCompNames[op->comp],
@@ -470,6 +484,7 @@ void poll(thread_ctx_t& c)
     lci::status_t s = lci::cq_pop(c.cq);
     if (s.is_retry()) break;
     auto* op = static_cast<op_t*>(s.user_context);
+    note_status(op, s);
     op->fired.fetch_add(1);
   }
   if (c.t == 0)
@@ -491,6 +506,7 @@ void poll(thread_ctx_t& c)
         case c_sync: {
           lci::status_t st;
           complete = lci::sync_test(op->sync, &st);
+          if (complete) note_status(op, st);
           if (complete && op->in && op->kind == k_sendrecv)
             CHECK(st.size == op->expected || st.size == sizeof(fin_t),
                   "size %zu, expected %zu", st.size, op->size);
