@@ -29,6 +29,7 @@
 #include "bootstrap/bootstrap.hpp"
 #include "coll/coll_graph.hpp"
 #include "util/config.hpp"
+#include "util/copy.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 
@@ -467,33 +468,33 @@ void shm_team_t::write_phase(shm_op_t& op, char* mine)
       return;
     case shm_kind_t::broadcast:
       if (rank_me_ == r.root && off < r.size)
-        std::memcpy(mine, static_cast<char*>(r.out) + off,
-                    std::min(op.chunk_, r.size - off));
+        util::copy_large(mine, static_cast<char*>(r.out) + off,
+                         std::min(op.chunk_, r.size - off));
       return;
     case shm_kind_t::allgather:
       if (off < r.size)
-        std::memcpy(mine, in + off, std::min(op.chunk_, r.size - off));
+        util::copy_large(mine, in + off, std::min(op.chunk_, r.size - off));
       return;
     case shm_kind_t::alltoall:
       if (off < r.size) {
         size_t len = std::min(op.chunk_, r.size - off);
         for (size_t j = 0; j < n; ++j)
-          std::memcpy(mine + j * op.chunk_, in + j * r.size + off, len);
+          util::copy_large(mine + j * op.chunk_, in + j * r.size + off, len);
       }
       return;
     case shm_kind_t::reduce:
     case shm_kind_t::allreduce:
       if (off < r.count)
-        std::memcpy(mine, in + off * r.item_size,
-                    std::min(op.chunk_, r.count - off) * r.item_size);
+        util::copy_large(mine, in + off * r.item_size,
+                         std::min(op.chunk_, r.count - off) * r.item_size);
       return;
     case shm_kind_t::reduce_scatter:
       if (off < r.count) {
         size_t len = std::min(op.chunk_, r.count - off) * r.item_size;
         size_t block = r.count * r.item_size;
         for (size_t j = 0; j < n; ++j)
-          std::memcpy(mine + j * op.chunk_ * r.item_size,
-                      in + j * block + off * r.item_size, len);
+          util::copy_large(mine + j * op.chunk_ * r.item_size,
+                           in + j * block + off * r.item_size, len);
       }
       return;
   }
@@ -514,22 +515,22 @@ void shm_team_t::read_phase(shm_op_t& op, uint64_t epoch)
       return;
     case shm_kind_t::broadcast:
       if (rank_me_ != r.root && off < r.size)
-        std::memcpy(out + off, slot(r.root, epoch),
-                    std::min(op.chunk_, r.size - off));
+        util::copy_large(out + off, slot(r.root, epoch),
+                         std::min(op.chunk_, r.size - off));
       return;
     case shm_kind_t::allgather:
       if (off < r.size) {
         size_t len = std::min(op.chunk_, r.size - off);
         for (int j = 0; j < n; ++j)
-          std::memcpy(out + j * r.size + off, slot(j, epoch), len);
+          util::copy_large(out + j * r.size + off, slot(j, epoch), len);
       }
       return;
     case shm_kind_t::alltoall:
       if (off < r.size) {
         size_t len = std::min(op.chunk_, r.size - off);
         for (int j = 0; j < n; ++j)
-          std::memcpy(out + j * r.size + off,
-                      slot(j, epoch) + rank_me_ * op.chunk_, len);
+          util::copy_large(out + j * r.size + off,
+                           slot(j, epoch) + rank_me_ * op.chunk_, len);
       }
       return;
     case shm_kind_t::reduce:
@@ -577,8 +578,8 @@ void shm_team_t::read_share(shm_op_t& op, uint64_t epoch, size_t off)
   for (int j = 0; j < n; ++j) {
     const block_t b = block_of(len, n, j);
     if (b.len)
-      std::memcpy(out + b.off * item, slot(j, epoch) + b.off * item,
-                  b.len * item);
+      util::copy_large(out + b.off * item, slot(j, epoch) + b.off * item,
+                       b.len * item);
   }
 }
 
