@@ -340,41 +340,49 @@ void test_overlap(size_t size)
   test_alltoall(size, false, true);
 }
 
-// Blocking broadcasts and reduces of 8 and 32 bytes (data in the team's
-// control lines) and 40 bytes (in its slots), roots taking turns, while one
-// rank at a time sleeps now and then: the ranks that need nobody (a
-// broadcast's root, a reduce's other ranks) return at once and run rounds
-// ahead, and must never overwrite data a slow rank has not read yet.
+// Runs of blocking broadcasts, then reduces, of 8 and 32 bytes (data in the
+// team's control lines) and 40 bytes (in its slots), eight with one root,
+// while the rank that reads (a broadcast's other rank, a reduce's root)
+// sleeps before the run: the ranks that need nobody return at once and
+// run rounds ahead of it, and must never overwrite what it has not read.
 void test_stream()
 {
   const size_t sizes[] = {8, 32, 40};
-  for (int k = 0; k < 60; ++k) {
-    const size_t size = sizes[k % 3];
-    const int root = (k / 3) % g_n;
-    if (g_n > 1 && k % 7 == 0 && g_rank == (k / 7) % g_n)
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    unsigned seq = ++g_seq;
-    std::vector<unsigned char> buf(size, 0xee);
-    if (g_rank == root) fill_bytes(buf.data(), size, root, seq);
-    lci::broadcast(buf.data(), size, root);
-    for (size_t i = 0; i < size; ++i)
-      if (buf[i] != byte_of(root, i, seq)) {
-        CHECK(false, "stream broadcast %d size %zu root %d: byte %zu is %d", k,
-              size, root, i, buf[i]);
-        break;
+  for (int block = 0; block < 2 * g_n; ++block) {
+    const int root = block % g_n;
+    const bool bcast = block / g_n == 0;
+    // the rank that reads: one that is not the broadcast's root, or the
+    // reduce's root
+    const int slow = bcast ? (root + 1) % g_n : root;
+    if (g_n > 1 && g_rank == slow)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    for (int k = 0; k < 8; ++k) {
+      const size_t size = sizes[k % 3];
+      unsigned seq = ++g_seq;
+      if (bcast) {
+        std::vector<unsigned char> buf(size, 0xee);
+        if (g_rank == root) fill_bytes(buf.data(), size, root, seq);
+        lci::broadcast(buf.data(), size, root);
+        for (size_t i = 0; i < size; ++i)
+          if (buf[i] != byte_of(root, i, seq)) {
+            CHECK(false, "stream broadcast %d size %zu root %d: byte %zu is %d",
+                  k, size, root, i, buf[i]);
+            break;
+          }
+      } else {
+        std::vector<unsigned char> in(size), out(size, 0xee);
+        fill_bytes(in.data(), size, g_rank, seq);
+        lci::reduce(in.data(), out.data(), size, 1, &add_bytes, root);
+        if (g_rank == root)
+          for (size_t i = 0; i < size; ++i)
+            if (out[i] != sum_bytes(i, seq)) {
+              CHECK(false, "stream reduce %d size %zu root %d: byte %zu is %d",
+                    k, size, root, i, out[i]);
+              break;
+            }
       }
-    seq = ++g_seq;
-    std::vector<unsigned char> in(size), out(size, 0xee);
-    fill_bytes(in.data(), size, g_rank, seq);
-    lci::reduce(in.data(), out.data(), size, 1, &add_bytes, root);
-    if (g_rank == root)
-      for (size_t i = 0; i < size; ++i)
-        if (out[i] != sum_bytes(i, seq)) {
-          CHECK(false, "stream reduce %d size %zu root %d: byte %zu is %d", k,
-                size, root, i, out[i]);
-          break;
-        }
-    g_checked += static_cast<long>(2 * size);
+      g_checked += static_cast<long>(size);
+    }
   }
 }
 
