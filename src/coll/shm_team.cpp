@@ -6,9 +6,14 @@
 // it kills rank 0 in between), in cache lines:
 //
 //   header   magic, rank count, slot size
-//   control  per rank one line: the last round it published (`arrive`) and,
-//            per round parity, what it called in that round (kind, root,
-//            bytes, item size), which every rank compares with its own
+//   control  per rank three lines: one per round parity, with the last
+//            round of that parity it published (`seq`), what it called in
+//            it (kind, root, bytes, item size), which every rank compares
+//            with its own, and the round's data when each rank's part is
+//            at most kInlineBytes (then a reader's one line transfer
+//            brings flag, description and data together); and one line
+//            that says whether its team stopped (read while waiting, written
+//            once at most, so it stays in every reader's cache)
 //   slots    per rank two data slots of slot_bytes (rounds alternate)
 //
 // Round numbers only grow: a rank that is a round ahead never confuses a
@@ -29,6 +34,7 @@
 #include "bootstrap/bootstrap.hpp"
 #include "coll/coll_graph.hpp"
 #include "util/config.hpp"
+#include "util/copy.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 
@@ -37,7 +43,7 @@ namespace lci::coll
 namespace
 {
 
-constexpr uint64_t kMagic = 0x4c43492d636f6c31ull;  // "LCI-col1"
+constexpr uint64_t kMagic = 0x4c43492d636f6c32ull;  // "LCI-col2"
 // the most ranks of a team: every rank reads every rank's control line in
 // every round (flat), which stops paying somewhere above this
 constexpr int kMaxRanks = 64;
@@ -56,6 +62,18 @@ constexpr size_t kMaxGatherBytes = size_t(256) << 10;
 // which costs whole time slices when the node has more ranks than cores
 // (then the split is off: the work is not done in parallel anyway).
 constexpr size_t kSplitBytes = size_t(16) << 10;
+// The most bytes a rank writes in a round that travel in its control line
+// instead of a slot: 8-byte reductions, broadcasts and allgathers, and
+// alltoalls of 8 bytes a block up to 4 ranks.
+constexpr size_t kInlineBytes = 32;
+// Control lines per rank for the rounds (round e uses line e % kRoundLines)
+// and all of them with the stop line. A round whose data is inline reuses a
+// line last written kRoundLines rounds before, so a rank that needs nobody
+// (a broadcast's root, a reduce's other ranks) runs up to kRoundLines - 1
+// rounds ahead of the slowest reader instead of one: a stream of small
+// broadcasts does not wait a round trip per call.
+constexpr uint64_t kRoundLines = 4;
+constexpr size_t kLinesPerRank = kRoundLines + 1;
 constexpr int32_t kStoppedFatal = 1;
 constexpr int32_t kStoppedPeer = 2;
 
@@ -130,14 +148,28 @@ const char* kind_name(uint64_t kind)
   return kind < 8 ? names[kind] : "collective";
 }
 
+// A rank's line of one round parity (see the layout above).
+struct alignas(64) shm_team_t::line_t {
+  std::atomic<uint64_t> seq;
+  desc_t desc;
+  char data[kInlineBytes];
+};
+
 // `stopped`: this rank's team stopped (ranks disagreed, a peer failed):
 // 0 while it works, kStoppedFatal, or kStoppedPeer + the failed rank. A
 // rank that waits for it in a round it will never publish reads why there.
-struct alignas(64) shm_team_t::ctrl_t {
-  std::atomic<uint64_t> arrive;
-  desc_t desc[2];
+struct alignas(64) shm_team_t::stop_t {
   std::atomic<int32_t> stopped;
 };
+
+namespace
+{
+// the first slot's offset in a segment of n ranks (page-aligned)
+size_t slots_offset(size_t n)
+{
+  return (64 + 64 * kLinesPerRank * n + 4095) / 4096 * 4096;
+}
+}  // namespace
 
 std::unique_ptr<shm_team_t> shm_team_t::open(
     bootstrap::backend_t& boot, int rank_me, int rank_n,
@@ -203,9 +235,8 @@ std::unique_ptr<shm_team_t> shm_team_t::open(
   char* name = rec.name;
   int fd = -1;
   auto total_for = [local_n](size_t slot_bytes) {
-    const size_t off_slots =
-        (64 + 64 * static_cast<size_t>(local_n) + 4095) / 4096 * 4096;
-    return off_slots + 2 * slot_bytes * static_cast<size_t>(local_n);
+    return slots_offset(static_cast<size_t>(local_n)) +
+           2 * slot_bytes * static_cast<size_t>(local_n);
   };
   const bool creator = local_me == 0 && local_n > 1;
   if (creator) {
@@ -308,7 +339,8 @@ shm_team_t::shm_team_t(int rank_me, int rank_n, void* base, size_t bytes,
       slot_bytes_(slot_bytes),
       split_bytes_(split_bytes)
 {
-  static_assert(sizeof(ctrl_t) == 64, "one line per rank");
+  static_assert(sizeof(line_t) == 64 && sizeof(stop_t) == 64,
+                "one cache line each");
 }
 
 shm_team_t::~shm_team_t()
@@ -319,18 +351,30 @@ shm_team_t::~shm_team_t()
   if (base_) munmap(base_, bytes_);
 }
 
-shm_team_t::ctrl_t* shm_team_t::ctrl(int r) const
+shm_team_t::line_t* shm_team_t::line(int r, uint64_t epoch) const
 {
-  return reinterpret_cast<ctrl_t*>(static_cast<char*>(base_) + 64 +
-                                   64 * static_cast<size_t>(r));
+  return reinterpret_cast<line_t*>(
+      static_cast<char*>(base_) + 64 +
+      64 * (kLinesPerRank * static_cast<size_t>(r) + epoch % kRoundLines));
+}
+
+shm_team_t::stop_t* shm_team_t::stop(int r) const
+{
+  return reinterpret_cast<stop_t*>(
+      static_cast<char*>(base_) + 64 +
+      64 * (kLinesPerRank * static_cast<size_t>(r) + kRoundLines));
 }
 
 char* shm_team_t::slot(int r, uint64_t epoch) const
 {
-  size_t off_slots =
-      (64 + 64 * static_cast<size_t>(rank_n_) + 4095) / 4096 * 4096;
-  return static_cast<char*>(base_) + off_slots +
+  return static_cast<char*>(base_) +
+         slots_offset(static_cast<size_t>(rank_n_)) +
          (2 * static_cast<size_t>(r) + (epoch & 1)) * slot_bytes_;
+}
+
+char* shm_team_t::data(const shm_op_t& op, int r, uint64_t epoch) const
+{
+  return op.inline_ ? line(r, epoch)->data : slot(r, epoch);
 }
 
 bool shm_team_t::accepts(const shm_request_t& r) const
@@ -411,6 +455,31 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req)
       safe_alias = in == out;
       break;
   }
+  // the bytes each rank writes in a round when the collective takes one
+  size_t part = 0;
+  switch (req.kind) {
+    case shm_kind_t::barrier:
+      break;
+    case shm_kind_t::broadcast:
+    case shm_kind_t::allgather:
+      part = req.size;
+      break;
+    case shm_kind_t::alltoall:
+      part = req.size * n;
+      o.chunk_ = part <= kInlineBytes ? req.size : o.chunk_;
+      break;
+    case shm_kind_t::reduce:
+    case shm_kind_t::allreduce:
+      part = req.count * req.item_size;
+      break;
+    case shm_kind_t::reduce_scatter:
+      part = req.count * req.item_size * n;
+      o.chunk_ = part <= kInlineBytes ? req.count : o.chunk_;
+      break;
+  }
+  // the blocks of alltoall and reduce_scatter lie chunk_ units apart, packed
+  // when the data is inline
+  o.inline_ = !o.split_ && part <= kInlineBytes;
   const size_t nchunks =
       o.chunk_ ? std::max<size_t>(1, (total + o.chunk_ - 1) / o.chunk_) : 1;
   o.nrounds_ = o.split_ ? 2 * nchunks : nchunks;
@@ -467,33 +536,33 @@ void shm_team_t::write_phase(shm_op_t& op, char* mine)
       return;
     case shm_kind_t::broadcast:
       if (rank_me_ == r.root && off < r.size)
-        std::memcpy(mine, static_cast<char*>(r.out) + off,
-                    std::min(op.chunk_, r.size - off));
+        util::copy_large(mine, static_cast<char*>(r.out) + off,
+                         std::min(op.chunk_, r.size - off));
       return;
     case shm_kind_t::allgather:
       if (off < r.size)
-        std::memcpy(mine, in + off, std::min(op.chunk_, r.size - off));
+        util::copy_large(mine, in + off, std::min(op.chunk_, r.size - off));
       return;
     case shm_kind_t::alltoall:
       if (off < r.size) {
         size_t len = std::min(op.chunk_, r.size - off);
         for (size_t j = 0; j < n; ++j)
-          std::memcpy(mine + j * op.chunk_, in + j * r.size + off, len);
+          util::copy_large(mine + j * op.chunk_, in + j * r.size + off, len);
       }
       return;
     case shm_kind_t::reduce:
     case shm_kind_t::allreduce:
       if (off < r.count)
-        std::memcpy(mine, in + off * r.item_size,
-                    std::min(op.chunk_, r.count - off) * r.item_size);
+        util::copy_large(mine, in + off * r.item_size,
+                         std::min(op.chunk_, r.count - off) * r.item_size);
       return;
     case shm_kind_t::reduce_scatter:
       if (off < r.count) {
         size_t len = std::min(op.chunk_, r.count - off) * r.item_size;
         size_t block = r.count * r.item_size;
         for (size_t j = 0; j < n; ++j)
-          std::memcpy(mine + j * op.chunk_ * r.item_size,
-                      in + j * block + off * r.item_size, len);
+          util::copy_large(mine + j * op.chunk_ * r.item_size,
+                           in + j * block + off * r.item_size, len);
       }
       return;
   }
@@ -514,22 +583,22 @@ void shm_team_t::read_phase(shm_op_t& op, uint64_t epoch)
       return;
     case shm_kind_t::broadcast:
       if (rank_me_ != r.root && off < r.size)
-        std::memcpy(out + off, slot(r.root, epoch),
-                    std::min(op.chunk_, r.size - off));
+        util::copy_large(out + off, data(op, r.root, epoch),
+                         std::min(op.chunk_, r.size - off));
       return;
     case shm_kind_t::allgather:
       if (off < r.size) {
         size_t len = std::min(op.chunk_, r.size - off);
         for (int j = 0; j < n; ++j)
-          std::memcpy(out + j * r.size + off, slot(j, epoch), len);
+          util::copy_large(out + j * r.size + off, data(op, j, epoch), len);
       }
       return;
     case shm_kind_t::alltoall:
       if (off < r.size) {
         size_t len = std::min(op.chunk_, r.size - off);
         for (int j = 0; j < n; ++j)
-          std::memcpy(out + j * r.size + off,
-                      slot(j, epoch) + rank_me_ * op.chunk_, len);
+          util::copy_large(out + j * r.size + off,
+                           data(op, j, epoch) + rank_me_ * op.chunk_, len);
       }
       return;
     case shm_kind_t::reduce:
@@ -543,8 +612,8 @@ void shm_team_t::read_phase(shm_op_t& op, uint64_t epoch)
                       : 0;
       char* dst = out + off * r.item_size;
       // in rank order, as every rank does: the same bytes everywhere
-      r.op(slot(0, epoch) + at, slot(1, epoch) + at, dst, len);
-      for (int j = 2; j < n; ++j) r.op(dst, slot(j, epoch) + at, dst, len);
+      r.op(data(op, 0, epoch) + at, data(op, 1, epoch) + at, dst, len);
+      for (int j = 2; j < n; ++j) r.op(dst, data(op, j, epoch) + at, dst, len);
       return;
     }
   }
@@ -577,8 +646,8 @@ void shm_team_t::read_share(shm_op_t& op, uint64_t epoch, size_t off)
   for (int j = 0; j < n; ++j) {
     const block_t b = block_of(len, n, j);
     if (b.len)
-      std::memcpy(out + b.off * item, slot(j, epoch) + b.off * item,
-                  b.len * item);
+      util::copy_large(out + b.off * item, slot(j, epoch) + b.off * item,
+                       b.len * item);
   }
 }
 
@@ -613,12 +682,24 @@ int shm_team_t::wait_for(shm_op_t& op, uint64_t e, bool all,
                          shm_result_t* result)
 {
   if (all && all_seen_ >= e) return 1;
+  // A rank that runs ahead (it needs nobody) checks the readers' latest
+  // round, which this rank completed, before the older one it needs: when
+  // they all published it, the next checks read no line at all, and the
+  // readers' lines of the rounds in between stay in their own caches.
+  const uint64_t latest = all && epoch_ > e ? epoch_ : e;
+  if (op.waiting_ == 0) op.seen_ = latest;
   for (; op.waiting_ < rank_n_; ++op.waiting_) {
     const int j = op.waiting_;
     if (j == rank_me_ || !(all || needs(op, j))) continue;
-    if (ctrl(j)->arrive.load(std::memory_order_acquire) >= e) continue;
+    if (latest > e &&
+        line(j, latest)->seq.load(std::memory_order_acquire) >= latest)
+      continue;
+    if (line(j, e)->seq.load(std::memory_order_acquire) >= e) {
+      op.seen_ = e;
+      continue;
+    }
     const int g = members_[static_cast<size_t>(j)];
-    if (const int32_t st = ctrl(j)->stopped.load(std::memory_order_acquire)) {
+    if (const int32_t st = stop(j)->stopped.load(std::memory_order_acquire)) {
       std::ostringstream os;
       os << "lci::" << op.req_.call << ": ";
       if (st >= kStoppedPeer) {
@@ -658,30 +739,32 @@ int shm_team_t::wait_for(shm_op_t& op, uint64_t e, bool all,
     return -1;
   }
   // broadcast and reduce need only some ranks; the others need every one
-  if (all || needs_all(op)) all_seen_ = std::max(all_seen_, e);
+  if (all || needs_all(op)) all_seen_ = std::max(all_seen_, op.seen_);
   return 1;
 }
 
 bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
 {
-  ctrl_t* mine = ctrl(rank_me_);
   while (op.round_ < op.nrounds_) {
     const uint64_t e = epoch_ + 1;
     if (!op.written_) {
       // an input that an earlier stage still produces
       if (!op.gate_.load(std::memory_order_acquire)) return false;
-      // slot e % 2 and description e % 2 were last read in round e - 2,
-      // by ranks that have all finished it once they published e - 1
-      // (usually known already: a round waits for every rank)
-      int w = wait_for(op, e - 1, true, result);
+      // slot e % 2 was last read in round e - 2 at the latest, line
+      // e % kRoundLines in round e - kRoundLines, by ranks that have all
+      // finished it once they published the round after (usually known
+      // already: most rounds wait for every rank)
+      const uint64_t lag = op.inline_ ? kRoundLines - 1 : 1;
+      int w = wait_for(op, e > lag ? e - lag : 0, true, result);
       if (w <= 0) return w < 0;
       desc_t d = describe(op.req_);
       if (op.fail_rank_ != -1) {
         // tell the ranks that wait for this one's data, and stop (the
         // caller has the error of the earlier stage)
         d.failed = op.fail_rank_;
-        mine->desc[e & 1] = d;
-        mine->arrive.store(e, std::memory_order_release);
+        line_t* mine = line(rank_me_, e);
+        mine->desc = d;
+        mine->seq.store(e, std::memory_order_release);
         epoch_ = e;
         result->errorcode = op.fail_rank_ >= 0 ? errorcode_t::fatal_peer_failure
                                                : errorcode_t::fatal;
@@ -690,9 +773,10 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
                         ": the point-to-point part failed";
         return true;
       }
-      write_phase(op, slot(rank_me_, e));
-      mine->desc[e & 1] = d;
-      mine->arrive.store(e, std::memory_order_release);
+      write_phase(op, data(op, rank_me_, e));
+      line_t* mine = line(rank_me_, e);
+      mine->desc = d;
+      mine->seq.store(e, std::memory_order_release);
       op.written_ = true;
       op.waiting_ = 0;
     }
@@ -701,10 +785,10 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
     int w = wait_for(op, e, false, result);
     if (w <= 0) return w < 0;
     // every rank must have called the same collective with the same sizes
-    const desc_t& me = mine->desc[e & 1];
+    const desc_t& me = line(rank_me_, e)->desc;
     for (int j = 0; j < rank_n_; ++j) {
       if (j == rank_me_ || !needs(op, j)) continue;
-      const desc_t& d = ctrl(j)->desc[e & 1];
+      const desc_t& d = line(j, e)->desc;
       const int g = members_[static_cast<size_t>(j)];
       if (d.failed != -1) {
         // this node's representative could not get the data
@@ -770,7 +854,7 @@ bool shm_team_t::poll()
           // the ranks no longer agree on the rounds: every later
           // collective of the team fails with this error
           if (base_)
-            ctrl(rank_me_)->stopped.store(
+            stop(rank_me_)->stopped.store(
                 r.errorcode == errorcode_t::fatal_peer_failure && r.rank >= 0
                     ? kStoppedPeer + r.rank
                     : kStoppedFatal,

@@ -2,12 +2,14 @@
 // COLLECTIVES.md, "Shared-memory collectives").
 //
 // A team is the ranks of a runtime when all of them run on one node: they
-// share a segment with, per rank, a control cache line (a round counter and
-// the round's check word) and two data slots. A collective is a sequence of
+// share a segment with, per rank, a control cache line per round parity (a
+// round counter, the round's check word and a small round's data) and two
+// data slots. A collective is a sequence of
 // rounds; in round e every rank waits until every rank published e - 1
 // (so all of them finished reading round e - 2, the last user of slot
-// e % 2), copies its part of the input into its slot e % 2, publishes e in
-// its control line (release), waits until the ranks it needs published e
+// e % 2), copies its part of the input into its slot e % 2 (or, when it
+// is small, its control line of parity e % 2), publishes e in that line
+// (release), waits until the ranks it needs published e
 // (acquire; every rank, except that a broadcast's root and a reduce's
 // non-roots need nobody and a broadcast's other ranks only the root), and
 // copies (or reduces) what it needs out of the slots. No other handshake.
@@ -120,9 +122,12 @@ class shm_op_t
   // reduces this rank's share of every rank's input into its other slot,
   // the second copies every rank's reduced share out
   bool split_ = false;
-  uint64_t round_ = 0;          // rounds done
-  bool written_ = false;        // this round's input is in the slot
-  int waiting_ = 0;             // the first rank not seen in this round yet
+  // each rank's part of the round fits its control line (one round)
+  bool inline_ = false;
+  uint64_t round_ = 0;    // rounds done
+  bool written_ = false;  // this round's input is in the slot
+  int waiting_ = 0;       // the first rank not seen in this round yet
+  uint64_t seen_ = 0;     // the round every rank seen so far has published
   std::vector<char> snapshot_;  // the input, when the output overlaps it
   std::atomic<bool> gate_{true};
   int fail_rank_ = -1;
@@ -187,13 +192,18 @@ class shm_team_t final : public team_base_t
   }
 
  private:
-  struct ctrl_t;
+  struct line_t;
+  struct stop_t;
   shm_team_t(int rank_me, int rank_n, void* base, size_t bytes,
              size_t slot_bytes, size_t split_bytes);
   // a node of one rank: the stage is a local copy
   void run_alone(shm_op_t& op);
-  ctrl_t* ctrl(int r) const;
+  // rank r's control line of round epoch's parity, and its stop line
+  line_t* line(int r, uint64_t epoch) const;
+  stop_t* stop(int r) const;
   char* slot(int r, uint64_t epoch) const;
+  // where rank r's data of round epoch of op is: its line or its slot
+  char* data(const shm_op_t& op, int r, uint64_t epoch) const;
   // one step of the head collective: true when it ended
   bool advance(shm_op_t& op, shm_result_t* result);
   // whether this rank reads rank j's slot (or must see j arrive) in a

@@ -1,9 +1,13 @@
 // Multi-process check of the collectives: every collective with every
-// algorithm, sizes 0, 1, 8 bytes, 4 KiB and 1 MiB, every root, blocking and
+// algorithm, sizes 0, 1, 8, 32, 40 bytes (32: the most a rank's part of a
+// node-local round carries in its control line), 4 KiB and 1 MiB, every
+// root, blocking and
 // nonblocking, results checked element by element against a serial
 // computation of what every rank contributed; every form of overlapping
 // buffers (in place) with every algorithm, at those sizes and at 96 KiB
-// (several rounds of the node-local team); then 4 threads each running
+// (several rounds of the node-local team); then streams of small broadcasts
+// and reduces whose ranks that need nobody run ahead of a slowed reader; then
+// 4 threads each running
 // independent nonblocking collectives on their own matching engine; then
 // bad input (each raises fatal_error and the next collective still works)
 // and a size mismatch across ranks (an error, not a write past a buffer).
@@ -336,6 +340,52 @@ void test_overlap(size_t size)
   test_alltoall(size, false, true);
 }
 
+// Runs of blocking broadcasts, then reduces, of 8 and 32 bytes (data in the
+// team's control lines) and 40 bytes (in its slots), eight with one root,
+// while the rank that reads (a broadcast's other rank, a reduce's root)
+// sleeps before the run: the ranks that need nobody return at once and
+// run rounds ahead of it, and must never overwrite what it has not read.
+void test_stream()
+{
+  const size_t sizes[] = {8, 32, 40};
+  for (int block = 0; block < 2 * g_n; ++block) {
+    const int root = block % g_n;
+    const bool bcast = block / g_n == 0;
+    // the rank that reads: one that is not the broadcast's root, or the
+    // reduce's root
+    const int slow = bcast ? (root + 1) % g_n : root;
+    if (g_n > 1 && g_rank == slow)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    for (int k = 0; k < 8; ++k) {
+      const size_t size = sizes[k % 3];
+      unsigned seq = ++g_seq;
+      if (bcast) {
+        std::vector<unsigned char> buf(size, 0xee);
+        if (g_rank == root) fill_bytes(buf.data(), size, root, seq);
+        lci::broadcast(buf.data(), size, root);
+        for (size_t i = 0; i < size; ++i)
+          if (buf[i] != byte_of(root, i, seq)) {
+            CHECK(false, "stream broadcast %d size %zu root %d: byte %zu is %d",
+                  k, size, root, i, buf[i]);
+            break;
+          }
+      } else {
+        std::vector<unsigned char> in(size), out(size, 0xee);
+        fill_bytes(in.data(), size, g_rank, seq);
+        lci::reduce(in.data(), out.data(), size, 1, &add_bytes, root);
+        if (g_rank == root)
+          for (size_t i = 0; i < size; ++i)
+            if (out[i] != sum_bytes(i, seq)) {
+              CHECK(false, "stream reduce %d size %zu root %d: byte %zu is %d",
+                    k, size, root, i, out[i]);
+              break;
+            }
+      }
+      g_checked += static_cast<long>(size);
+    }
+  }
+}
+
 void test_threads(int nthreads, int iters)
 {
   // Ranks allocate their engines at different times (rank r after r x 50
@@ -499,7 +549,7 @@ int main(int argc, char** argv)
     lci::g_runtime_init();
     g_rank = lci::get_rank_me();
     g_n = lci::get_rank_n();
-    std::vector<size_t> sizes = {0, 1, 8, 4096, big};
+    std::vector<size_t> sizes = {0, 1, 8, 32, 40, 4096, big};
     for (bool nb : {false, true}) {
       test_barrier(nb);
       for (size_t size : sizes) {
@@ -537,6 +587,7 @@ int main(int argc, char** argv)
     // 64 KiB up to 16 ranks), where an in-place input must survive the
     // outputs of the earlier rounds
     test_overlap(size_t(96) << 10);
+    test_stream();
     test_threads(nthreads, iters);
     test_bad_input();
     lci::barrier();
