@@ -74,19 +74,26 @@ status_t post_out(const post_args_t& a)
   return s;
 }
 
-status_t post_in(const post_args_t& a, comp_impl_t* comp, recv_t** posted)
+namespace
 {
-  auto key = a.me->key(a.rank, a.tag, a.policy);
-  auto* recv =
-      new recv_t{a.buffer, a.size, comp, a.user_context, a.mr, a.rank, a.tag};
-  void* pkt = a.me->insert(key, recv, matching_engine_impl_t::type_t::recv);
+
+// post_in with its arguments one by one: call_lean's common receive takes
+// them from its registers, without a post_args_t in memory.
+[[gnu::always_inline]] inline status_t post_in_impl(
+    runtime_impl_t* rt, matching_engine_impl_t* me, int rank, void* buffer,
+    size_t size, tag_t tag, matching_policy_t policy, mr_t mr,
+    comp_impl_t* comp, void* user_context, recv_t** posted)
+{
+  auto key = me->key(rank, tag, policy);
+  auto* recv = new recv_t{buffer, size, comp, user_context, mr, rank, tag};
+  void* pkt = me->insert(key, recv, matching_engine_impl_t::type_t::recv);
   if (!pkt) {
     // the source failed after the post was checked and before the receive
     // was in the engine, so the failure's sweep may have missed it
-    if (peer_is_failed(a.rt, a.rank) &&
-        a.me->remove(key, recv, matching_engine_impl_t::type_t::recv)) {
+    if (peer_is_failed(rt, rank) &&
+        me->remove(key, recv, matching_engine_impl_t::type_t::recv)) {
       delete recv;
-      throw_peer_failed(a.rt, a.rank, "post_comm");
+      throw_peer_failed(rt, rank, "post_comm");
     }
     if (posted) *posted = recv;
     return status_t(errorcode_t::posted);
@@ -94,6 +101,14 @@ status_t post_in(const post_args_t& a, comp_impl_t* comp, recv_t** posted)
   // owned here: complete_recv may throw (message larger than the buffer)
   std::unique_ptr<recv_t> owned(recv);
   return complete_recv(recv, static_cast<packet_t*>(pkt), false);
+}
+
+}  // namespace
+
+status_t post_in(const post_args_t& a, comp_impl_t* comp, recv_t** posted)
+{
+  return post_in_impl(a.rt, a.me, a.rank, a.buffer, a.size, a.tag, a.policy,
+                      a.mr, comp, a.user_context, posted);
 }
 
 status_t post_once(const post_args_t& a, post_path_t path, direction_t dir,
@@ -350,14 +365,18 @@ status_t post_comm_x::call_lean(direction_t direction, int rank,
       return done_status(rank, local_buffer, size, tag, user_context);
     }
   }
+  // a receive from a given rank (args_pass refused ANY_SOURCE) with a
+  // given tag: policy rank_tag, as post_checked's effective_policy says
+  if (direction == direction_t::IN &&
+      __builtin_expect(common && remote_comp == RCOMP_NULL && tag != ANY_TAG &&
+                           rt->default_me != nullptr,
+                       1))
+    return post_in_impl(rt, rt->default_me, rank, local_buffer, size, tag,
+                        matching_policy_t::rank_tag, mr_t(), local_comp.p_impl,
+                        user_context, nullptr);
   post_args_t a;
   lean_args(&a, rd, rank, local_buffer, size, local_comp, tag, remote_comp,
             user_context);
-  if (direction == direction_t::IN &&
-      __builtin_expect(common && remote_comp == RCOMP_NULL && tag != ANY_TAG &&
-                           a.me != nullptr,
-                       1))
-    return post_in(a, local_comp.p_impl);
   return post_lean_checked(a, direction, local_comp);
 }
 

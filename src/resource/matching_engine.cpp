@@ -31,9 +31,12 @@ namespace
 constexpr unsigned kSlotShift = 2;  // slot fields start at bit 2
 constexpr unsigned kSlotBits = 3;   // count (2 bits) + type (1 bit)
 constexpr size_t kChunkNodes = 256;
-constexpr unsigned kSpareShift = 11;  // bits 11-13: spare nodes kept
-constexpr uint32_t kSpareMask = 7u << kSpareShift;
-constexpr uint32_t kMaxSpare = 4;
+constexpr unsigned kSpareShift = 11;  // bits 11-18: spare nodes kept
+constexpr uint32_t kSpareMask = 0xFFu << kSpareShift;
+// A burst of one key (a window of receives posted ahead of their sends)
+// takes its nodes from the bucket's spares and gives them back there, so
+// that in steady state neither touches the pool's lock.
+constexpr uint32_t kMaxSpare = 128;
 
 inline unsigned shift_of(int s) { return kSlotShift + kSlotBits * s; }
 

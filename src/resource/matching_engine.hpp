@@ -12,7 +12,7 @@
 //                            2-10 three slots x (count: 2 bits, 0 empty,
 //                            1 or 2 entries inline, 3 two inline and more
 //                            in the overflow list; type: 1 bit), bits
-//                            11-13 the number of spare nodes. Locking is a
+//                            11-18 the number of spare nodes. Locking is a
 //                            CAS that sets bit 0 and reads the state;
 //                            unlocking is one release store of the new
 //                            state. An all-zero word is an empty bucket.
@@ -24,7 +24,8 @@
 //     second[3]             the second entry of each slot's queue
 //     last                  tail of the bucket's overflow list (circular,
 //                           singly linked, insertion order), or null
-//     spare                 up to 4 free overflow nodes kept by the bucket
+//     spare                 up to 128 free overflow nodes kept by the
+//                           bucket
 //
 // So a bucket is a fixed array of three queues (one per key present) and a
 // queue a fixed array of two entries; the first entries sit next to the

@@ -271,6 +271,27 @@ TEST(ShmRing, LentPayloadThatLooksLikeStampsIsNeverAMessage)
   EXPECT_EQ(cons.head(), 17u);
 }
 
+// poison_continuations writes kPoison over the first word of slots 1 to
+// k - 1 and nothing else, for every k around its unrolled step of four.
+TEST(ShmRing, PoisonsExactlyTheContinuationSlots)
+{
+  constexpr uint64_t kMark = 0x5a5a5a5a5a5a5a5bull;
+  for (uint64_t k = 1; k <= 13; ++k) {
+    std::vector<slot_t> slots(k + 2);
+    for (slot_t& s : slots) {
+      s.word = kMark;
+      std::memset(s.payload, 0x77, sizeof(s.payload));
+    }
+    lci::net::shm::poison_continuations(slots.data(), k);
+    for (uint64_t i = 0; i < slots.size(); ++i) {
+      const bool continuation = i >= 1 && i < k;
+      EXPECT_EQ(slots[i].word, continuation ? lci::net::shm::kPoison : kMark)
+          << "k " << k << ", slot " << i;
+      for (unsigned char c : slots[i].payload) ASSERT_EQ(c, 0x77);
+    }
+  }
+}
+
 // util::copy_small (the ring's push and small deliveries use it): every
 // length up to 32 at every source and destination alignment copies exactly
 // its bytes, none around them.
