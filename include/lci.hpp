@@ -275,13 +275,40 @@ const graph_node_run_cb_t GRAPH_NODE_DUMMY_CB = nullptr;
 const graph_node_t GRAPH_START = reinterpret_cast<graph_node_t>(0x1);
 const graph_node_t GRAPH_END = reinterpret_cast<graph_node_t>(0x2);
 
+// The name every resource has unless its allocation names it ("unnamed",
+// as upstream LCI 2's).
+extern const char* DEFAULT_NAME;
+namespace detail
+{
+// `name` copied for the life of the process (one copy per distinct name),
+// or DEFAULT_NAME for nullptr: resources keep this pointer, so the caller's
+// string may go right after the allocating call.
+const char* resource_name(const char* name);
+}  // namespace detail
+
+// The attributes of a completion object (comp_t::get_attr): its name and
+// user context, set by the allocating call (.name(), .user_context()).
+struct comp_attr_t {
+  const char* name;    // DEFAULT_NAME unless named
+  void* user_context;  // nullptr unless given
+};
+
 // A completion object: anything with a signal(status_t). Users may derive
 // their own; signal may run on any thread that calls progress or posts.
+// `attr` is what comp_t::get_attr reports (a derived class may set it).
 class comp_impl_t
 {
  public:
+  using attr_t = comp_attr_t;
+  comp_impl_t()
+  {
+    attr.name = DEFAULT_NAME;
+    attr.user_context = nullptr;
+  }
+  explicit comp_impl_t(const attr_t& attr_) : attr(attr_) {}
   virtual ~comp_impl_t() {}
   virtual void signal(status_t status) = 0;
+  comp_attr_t attr;
 };
 
 class comp_t
@@ -294,6 +321,11 @@ class comp_t
   comp_impl_t* get_impl() const { return p_impl; }
   bool operator==(const comp_t& o) const { return p_impl == o.p_impl; }
   bool operator!=(const comp_t& o) const { return p_impl != o.p_impl; }
+  // the object's attributes; throw lci::fatal_error on an empty handle or
+  // COMP_NULL_RETRY
+  comp_attr_t get_attr() const;
+  const char* get_attr_name() const;
+  void* get_attr_user_context() const;
 };
 
 // COMP_NULL: the posting call blocks (driving progress) until complete.
@@ -311,6 +343,12 @@ const comp_t COMP_NULL_EXPECT_DONE_OR_RETRY = COMP_NULL_RETRY;
 // buffers (pass it with .mr() to skip the on-the-fly registration) and
 // mandatory for the remote buffer of a put or get.
 class mr_impl_t;
+// The attributes of a registration: a registration is not named here, so
+// they are DEFAULT_NAME and nullptr (upstream LCI 2's fields).
+struct mr_attr_t {
+  const char* name;
+  void* user_context;
+};
 class mr_t
 {
  public:
@@ -323,6 +361,10 @@ class mr_t
   mr_impl_t* get_impl() const { return p_impl; }
   bool operator==(const mr_t& o) const { return p_impl == o.p_impl; }
   bool operator!=(const mr_t& o) const { return p_impl != o.p_impl; }
+  // throw lci::fatal_error unless the handle is a live registration
+  mr_attr_t get_attr() const;
+  const char* get_attr_name() const;
+  void* get_attr_user_context() const;
 };
 
 // Network contexts and endpoints, upstream LCI 2's names for the network
@@ -334,6 +376,12 @@ class mr_t
 // .endpoint(e) posts on e's device. The attributes report the context in
 // force.
 class net_context_impl_t;
+// The attributes of a net context handle that belong to the handle (the
+// getters below report those of the context in force).
+struct net_context_attr_t {
+  const char* name;    // alloc_net_context_x().name(); DEFAULT_NAME
+  void* user_context;  // alloc_net_context_x().user_context(); nullptr
+};
 class net_context_t
 {
  public:
@@ -350,6 +398,16 @@ class net_context_t
   size_t get_attr_max_msg_size() const;     // largest single RDMA transfer
   size_t get_attr_max_inject_size() const;  // largest inject payload
   bool get_attr_support_putimm() const;     // RDMA write with immediate data
+  net_context_attr_t get_attr() const;
+  const char* get_attr_name() const;
+  void* get_attr_user_context() const;
+};
+
+// The attributes of an endpoint handle.
+struct endpoint_attr_t {
+  int uid;             // get_attr_uid
+  const char* name;    // alloc_endpoint_x().name(); DEFAULT_NAME
+  void* user_context;  // alloc_endpoint_x().user_context(); nullptr
 };
 
 class endpoint_impl_t;
@@ -366,6 +424,9 @@ class endpoint_t
   // a number unique among the process's live endpoints; throws
   // lci::fatal_error on an empty or freed handle
   int get_attr_uid() const;
+  endpoint_attr_t get_attr() const;
+  const char* get_attr_name() const;
+  void* get_attr_user_context() const;
 };
 
 // Memory kinds that a post's .mr() may name instead of a registration (the

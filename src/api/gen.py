@@ -97,6 +97,12 @@ def expanded_args(o):
     return positional, optional
 
 
+def own_attrs(r):
+    """Every attribute of resource r that its attribute struct holds beyond
+    r.attrs: the reported ones and IDENTITY."""
+    return spec.REPORTED.get(r.name, []) + spec.IDENTITY
+
+
 def gen_handle(r):
     n = r.name
     out = []
@@ -114,7 +120,7 @@ def gen_handle(r):
     out.append("  // attributes as they were when the resource was allocated;\n"
                "  // throws lci::fatal_error on an empty handle\n")
     out.append("  %s_attr_t get_attr() const;\n" % n)
-    for a in r.attrs:
+    for a in r.attrs + own_attrs(r):
         out.append("  %s get_attr_%s() const;\n" % (a.type, a.name))
     out.append("};\n\n")
     return "".join(out)
@@ -151,6 +157,12 @@ def default_test(a):
     return "%s_ == %s" % (a.name, a.default)
 
 
+def attrs_of_any(o):
+    """True when op `o` allocates a resource of spec.RESOURCES (its
+    attributes, IDENTITY's included, are its optional arguments)."""
+    return bool(o.attrs_of) and not o.sugar
+
+
 def gen_op(o):
     positional, optional = expanded_args(o)
     attrs = resource(o.attrs_of).attrs if o.attrs_of else []
@@ -163,8 +175,12 @@ def gen_op(o):
         out.append("  %s %s_;\n" % (member_type(a), a.name))
     for a in attrs:
         out.append("  option_t<%s> %s_;\n" % (a.type, a.name))
+    ident = spec.IDENTITY if attrs_of_any(o) else []
+    for a in ident:
+        out.append("  %s %s_;\n" % (a.type, a.name))
     init = ["%s_(%s)" % (a.name, a.name) for a in positional]
     init += ["%s_(%s)" % (a.name, member_default(a)) for a in optional]
+    init += ["%s_(nullptr)" % a.name for a in ident]
     params = ", ".join("%s %s" % (a.type, a.name) for a in positional)
     out.append("  %s%s(%s)" % ("explicit " if len(positional) == 1 else "",
                                x, params))
@@ -188,6 +204,9 @@ def gen_op(o):
                        "\"%s: %s\"));\n"
                        "    return std::move(*this);\n  }\n"
                        % (x, a.name, a.name, a.type[:-2], o.name, a.name))
+    for a in ident:
+        out.append("  %s&& %s(%s v) { %s_ = v; return std::move(*this); }\n"
+                   % (x, a.name, a.type, a.name))
     # call
     if o.sugar:
         base = op_by_name(o.sugar[0])
@@ -256,6 +275,8 @@ def gen_op(o):
             for a in attrs:
                 out.append("    if (%s_.is_set()) attr.%s = %s_.get();\n"
                            % (a.name, a.name, a.name))
+            out.append("    attr.name = detail::resource_name(name_);\n"
+                       "    attr.user_context = user_context_;\n")
         out.append("    %scall_impl(%s);\n  }\n"
                    % ("" if o.ret == "void" else "return ", ", ".join(call_args)))
     out.append("  %s operator()() const { %scall(); }\n"
@@ -288,7 +309,7 @@ def gen_hpp():
                    % (t[:-2], t))
     for r in spec.RESOURCES:
         out.append("struct %s_attr_t {\n" % r.name)
-        for a in r.attrs:
+        for a in r.attrs + own_attrs(r):
             out.append("  %s %s;  // %s (default %s)\n"
                        % (a.type, a.name, a.help, cxx_literal(a)))
         out.append("};\n\n")
@@ -337,6 +358,8 @@ def gen_cpp():
     for r in spec.RESOURCES:
         out.append("%s_attr_t get_default_%s_attr(const char* call)\n{\n"
                    "  %s_attr_t attr;\n" % (r.name, r.name, r.name))
+        for a in own_attrs(r):
+            out.append("  attr.%s = %s;\n" % (a.name, cxx_literal(a)))
         out.append("  global_attr_t g;\n  if (get_set_g_default_attr(&g)) {\n")
         for a in r.attrs:
             out.append("    attr.%s = g.%s;\n" % (a.name, a.name))
@@ -414,7 +437,7 @@ def gen_cpp():
         out.append("%s_attr_t %s_t::get_attr() const\n{\n"
                    '  return live_%s(p_impl, "%s_t::get_attr")->attr;\n}\n'
                    % (n, n, n, n))
-        for a in r.attrs:
+        for a in r.attrs + own_attrs(r):
             out.append("%s %s_t::get_attr_%s() const\n{\n"
                        '  return live_%s(p_impl, "%s_t::get_attr_%s")'
                        "->attr.%s;\n}\n"

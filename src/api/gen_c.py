@@ -164,7 +164,8 @@ class COp:
     def __init__(self, o, expanded_args, attrs):
         self.o = o
         self.name = o.name
-        self.positional, self.optional = expanded_args(o)
+        self.positional, optional = expanded_args(o)
+        self.optional = [a for a in optional if a.name not in o.cxx_only]
         self.attrs = attrs
         self.out = out_type(o)
         self.has_args = bool(self.optional or self.attrs)

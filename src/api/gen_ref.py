@@ -94,7 +94,8 @@ def op_section(o, protos):
                 cell(a.name), cell(code(a.type)), cell(code(a.default))))
         out.append("\n")
     if o.attrs_of:
-        names = [a.name for a in gen.resource(o.attrs_of).attrs]
+        names = [a.name for a in gen.resource(o.attrs_of).attrs
+                 + spec.IDENTITY]
         out.append("Also takes every attribute of the %s as an optional "
                    "argument ([%s attributes](#%s-attributes): %s).\n\n"
                    % (o.attrs_of, o.attrs_of, o.attrs_of,
@@ -151,13 +152,19 @@ def gen_ref():
             if allocs else ""))
         out.append("| attribute | type | default | environment | meaning |\n"
                    "|---|---|---|---|---|\n")
-        for a in r.attrs:
+        reported = spec.REPORTED.get(r.name, [])
+        for a in r.attrs + reported + spec.IDENTITY:
             meaning = a.help
             if a.choices:
                 meaning += " (one of: %s)" % ", ".join(a.choices)
+            env = "LCI_ATTR_" + a.name.upper()
+            if a in reported:
+                env = "none: reported"
+            elif a in spec.IDENTITY:
+                env = "none: set on the call only"
             out.append("| %s | %s | %s | %s | %s |\n" % (
                 cell(a.name), cell(code(a.type)), cell(code(attr_default(a))),
-                cell("LCI_ATTR_" + a.name.upper()), cell(meaning)))
+                cell(env), cell(meaning)))
         out.append("\n")
     return "".join(out)
 

@@ -31,6 +31,13 @@
 #   defaults (it must behave exactly like call_impl).
 #   `no_c` = why the operation has no C form (gen_c.py leaves it out and
 #   tests/c/check_capi.py does not ask for it); None: it has one.
+#   `cxx_only` = names of optional arguments that the C form leaves out
+#   (upstream LCI 2's arguments added to an operation whose C form takes
+#   no args struct: adding one would change its C signature).
+#
+# IDENTITY (below) are two more attributes of every resource: its name and
+# user context (upstream LCI 2's). They are set by the allocating call only:
+# never from the environment, not in global_attr_t, not in the C interface.
 #
 # global_attr_t (generated) has one field per attribute name of every
 # resource: the defaults that get_g_default_attr reads and
@@ -41,7 +48,7 @@ from collections import namedtuple
 
 Attr = namedtuple("Attr", "type name default help choices")
 Arg = namedtuple("Arg", "kind type name default")
-Op = namedtuple("Op", "name ret args attrs_of sugar doc lean no_c")
+Op = namedtuple("Op", "name ret args attrs_of sugar doc lean no_c cxx_only")
 Resource = namedtuple("Resource", "name attrs doc")
 
 
@@ -58,8 +65,9 @@ def opt(type_, name, default):
 
 
 def op(name, ret, args=(), attrs_of=None, sugar=None, doc="", lean=None,
-       no_c=None):
-    return Op(name, ret, list(args), attrs_of, sugar, doc, lean, no_c)
+       no_c=None, cxx_only=()):
+    return Op(name, ret, list(args), attrs_of, sugar, doc, lean, no_c,
+              tuple(cxx_only))
 
 
 RESOURCES = [
@@ -304,6 +312,28 @@ RESOURCES = [
     ], "completion queue"),
 ]
 
+# every resource's name (a copy is kept for the life of the process, so the
+# caller's string may go) and user context; DEFAULT_NAME is "unnamed"
+IDENTITY = [
+    attr("const char*", "name", "DEFAULT_NAME",
+         "the resource's name, for the user (the library only reports it)"),
+    attr("void*", "user_context", "nullptr",
+         "the user's pointer, reported and never touched"),
+]
+# attributes that a resource reports but no call sets (upstream LCI 2's),
+# by resource: like IDENTITY, not from the environment, not in
+# global_attr_t; the allocation fills them in
+REPORTED = {
+    "device": [attr("int", "uid", -1,
+                    "a number unique among the process's devices, given at "
+                    "allocation")],
+}
+# the same as optional arguments of the allocations of resources without
+# attributes of their own (counters, handlers, graphs, endpoints, net
+# contexts); nullptr: DEFAULT_NAME
+NAME_OPTS = [opt("const char*", "name", "nullptr"),
+             opt("void*", "user_context", "nullptr")]
+
 # Other names an enum attribute's parser (LCI_ATTR_<NAME>, the C interface)
 # takes for a value: this library's own earlier spelling beside upstream
 # LCI 2's value name.
@@ -311,6 +341,9 @@ ENUM_ALIASES = {
     "attr_cq_type_t": {"array": "array_atomic"},
 }
 
+# `runtime`: default the global runtime. On the calls on a completion
+# object or a registration (upstream LCI 2's), which know their own, a
+# given runtime is only checked to be live (get_rmr: the registration's)
 RT = opt("runtime_t", "runtime", "runtime_t()")
 DEV = opt("device_t", "device", "device_t()")
 
@@ -335,11 +368,20 @@ NET_OPT = [RT, DEV, opt("endpoint_t", "endpoint", "endpoint_t()"),
 
 # the optional arguments of every collective: `comp` makes it nonblocking
 # (signalled once with status done and `user_context` when complete);
-# `matching_engine` defaults to the runtime's collective engine
+# `matching_engine` defaults to the runtime's collective engine; `endpoint`
+# (upstream LCI 2's) runs it on the endpoint's device (a device given too
+# must be that one)
 COLL = [RT, DEV,
         opt("matching_engine_t", "matching_engine", "matching_engine_t()"),
         opt("comp_t", "comp", "comp_t()"),
-        opt("void*", "user_context", "nullptr")]
+        opt("void*", "user_context", "nullptr"),
+        opt("endpoint_t", "endpoint", "endpoint_t()")]
+# upstream LCI 2's completion semantic of a nonblocking barrier or
+# alltoall: both complete only once every rank's data is in place, which
+# satisfies either semantic, so the value is checked and otherwise changes
+# nothing
+COLL_SEMANTIC = [opt("comp_semantic_t", "comp_semantic",
+                     "comp_semantic_t::memory")]
 
 OPS = [
     # runtime lifecycle
@@ -414,7 +456,7 @@ OPS = [
     # upstream LCI 2's network contexts and endpoints: handles on the
     # runtime's one network context and on a device's one endpoint
     # (include/lci.hpp, docs/ARCHITECTURE.md)
-    op("alloc_net_context", "net_context_t", [RT],
+    op("alloc_net_context", "net_context_t", [RT] + NAME_OPTS,
        doc="a new handle on the runtime's network context (a runtime has "
        "one: its libfabric domain or native shm segment; this build cannot "
        "open a second); freed by free_net_context or with the runtime"),
@@ -423,7 +465,7 @@ OPS = [
        "the runtime)"),
     op("get_default_net_context", "net_context_t", [RT],
        doc="the runtime's handle on its network context"),
-    op("alloc_endpoint", "endpoint_t", [DEV, RT],
+    op("alloc_endpoint", "endpoint_t", [DEV, RT] + NAME_OPTS,
        doc="a new handle on the device's endpoint (a device has one send "
        "queue and completion queue); posting with .endpoint(e) posts on "
        "e's device; freed by free_endpoint or with the device"),
@@ -477,9 +519,11 @@ OPS = [
     op("alloc_sync", "comp_t", [RT, ZERO_COPY_AM], attrs_of="sync",
        doc="a synchronizer: ready once it received `threshold` signals "
        "(sync_test, sync_wait)"),
-    op("sync_test", "bool", [pos("comp_t", "comp"), pos("status_t*", "p_out")],
+    op("sync_test", "bool", [pos("comp_t", "comp"), pos("status_t*", "p_out"),
+                             RT],
        doc="true once `threshold` signals arrived; copies them to p_out "
-       "(may be null) and resets the synchronizer"),
+       "(may be null) and resets the synchronizer",
+       cxx_only=["runtime"]),
     op("sync_wait", "void", [pos("comp_t", "comp"), pos("status_t*", "p_out"),
                              opt("bool", "do_progress", "true"), DEV, RT],
        doc="wait until sync_test succeeds, driving progress on `device` "
@@ -487,47 +531,60 @@ OPS = [
     op("alloc_cq", "comp_t", [RT, ZERO_COPY_AM], attrs_of="cq",
        doc="a completion queue: every signal pushes its status, cq_pop "
        "takes them out; any thread may push and pop"),
-    op("cq_pop", "status_t", [pos("comp_t", "comp")],
+    op("cq_pop", "status_t", [pos("comp_t", "comp"), RT],
        doc="the oldest status, done (or its error when the operation "
-       "failed: fatal_peer_failure), or retry when empty"),
+       "failed: fatal_peer_failure), or retry when empty",
+       cxx_only=["runtime"]),
     op("alloc_handler", "comp_t", [pos("comp_handler_t", "handler"), RT,
-                                   ZERO_COPY_AM],
+                                   ZERO_COPY_AM] + NAME_OPTS,
        doc="a completion handler: every signal calls handler(status) in "
        "the thread that signals (usually one in progress); keep it short"),
-    op("alloc_counter", "comp_t", [RT],
+    op("alloc_counter", "comp_t", [RT] + NAME_OPTS,
        doc="a counter: every signal adds one (the statuses are dropped)"),
-    op("counter_get", "int64_t", [pos("comp_t", "comp")],
-       doc="the counter's value"),
-    op("counter_set", "void", [pos("comp_t", "comp"), pos("int64_t", "value")],
-       doc="set the counter's value"),
-    op("comp_signal", "void", [pos("comp_t", "comp"), pos("status_t", "status")],
+    op("counter_get", "int64_t", [pos("comp_t", "comp"), RT],
+       doc="the counter's value",
+       cxx_only=["runtime"]),
+    op("counter_set", "void", [pos("comp_t", "comp"), pos("int64_t", "value"),
+                               RT],
+       doc="set the counter's value",
+       cxx_only=["runtime"]),
+    op("comp_signal", "void", [pos("comp_t", "comp"), pos("status_t", "status"),
+                               RT],
        doc="signal a completion object with `status`, as a completed "
-       "operation would"),
-    op("free_comp", "void", [pos("comp_t*", "comp")],
-       doc="free a completion object (nothing may still signal it)"),
-    op("alloc_graph", "comp_t", [opt("comp_t", "comp", "comp_t()"), RT],
+       "operation would",
+       cxx_only=["runtime"]),
+    op("free_comp", "void", [pos("comp_t*", "comp"), RT],
+       doc="free a completion object (nothing may still signal it)",
+       cxx_only=["runtime"]),
+    op("alloc_graph", "comp_t", [opt("comp_t", "comp", "comp_t()"), RT]
+       + NAME_OPTS,
        doc="a completion graph: nodes run when their predecessors are "
        "complete; `comp` (optional) is signalled when the whole graph is"),
     op("graph_add_node", "graph_node_t", [
         pos("comp_t", "graph"), pos("graph_node_run_cb_t", "fn"),
         opt("void*", "value", "nullptr"),
-        opt("graph_node_free_cb_t", "free_cb", "nullptr")],
+        opt("graph_node_free_cb_t", "free_cb", "nullptr"), RT],
        doc="add a node running fn(value): done = complete now, posted = "
-       "complete when the graph is signalled with user_context == the node"),
+       "complete when the graph is signalled with user_context == the node",
+       cxx_only=["runtime"]),
     op("graph_add_edge", "void", [
         pos("comp_t", "graph"), pos("graph_node_t", "src"),
         pos("graph_node_t", "dst"),
-        opt("graph_edge_run_cb_t", "fn", "nullptr")],
+        opt("graph_edge_run_cb_t", "fn", "nullptr"), RT],
        doc="dst runs after src completes (GRAPH_START / GRAPH_END allowed); "
-       "fn(src status, src value, dst value) runs in between"),
+       "fn(src status, src value, dst value) runs in between",
+       cxx_only=["runtime"]),
     op("graph_node_mark_complete", "void", [
         pos("graph_node_t", "node"),
-        opt("status_t", "status", "status_t(errorcode_t::done)")],
-       doc="complete a posted node by hand"),
-    op("graph_start", "void", [pos("comp_t", "graph")],
-       doc="run the graph from its sources (again, after it completed)"),
-    op("graph_test", "status_t", [pos("comp_t", "graph")],
-       doc="done once every node completed, else retry"),
+        opt("status_t", "status", "status_t(errorcode_t::done)"), RT],
+       doc="complete a posted node by hand",
+       cxx_only=["runtime"]),
+    op("graph_start", "void", [pos("comp_t", "graph"), RT],
+       doc="run the graph from its sources (again, after it completed)",
+       cxx_only=["runtime"]),
+    op("graph_test", "status_t", [pos("comp_t", "graph"), RT],
+       doc="done once every node completed, else retry",
+       cxx_only=["runtime"]),
     op("register_rcomp", "rcomp_t", [pos("comp_t", "comp"), RT,
                                      opt("rcomp_t", "rcomp", "RCOMP_NULL")],
        doc="give a completion object a handle that peers can target; every "
@@ -550,9 +607,10 @@ OPS = [
        "the runtime)"),
     op("deregister_memory", "void", [pos("mr_t*", "mr"), RT],
        doc="deregister; peers must no longer access the region"),
-    op("get_rmr", "rmr_t", [pos("mr_t", "mr")],
+    op("get_rmr", "rmr_t", [pos("mr_t", "mr"), RT],
        doc="the plain struct a peer needs to put into or get from the "
-       "region"),
+       "region",
+       cxx_only=["runtime"]),
     # communication
     op("post_comm", "status_t", [
         pos("direction_t", "direction"), pos("int", "rank"),
@@ -626,7 +684,7 @@ OPS = [
     # collectives (src/coll, docs/COLLECTIVES.md): blocking unless `comp`
     # is given; every rank calls the collectives of one matching engine in
     # the same order
-    op("barrier", "void", COLL,
+    op("barrier", "void", COLL + COLL_SEMANTIC,
        doc="dissemination barrier over the runtime's ranks"),
     op("broadcast", "void", [
         pos("void*", "buffer"), pos("size_t", "size"), pos("int", "root")]
@@ -667,7 +725,7 @@ OPS = [
        "overlap it otherwise)"),
     op("alltoall", "void", [
         pos("const void*", "sendbuf"), pos("void*", "recvbuf"),
-        pos("size_t", "size")] + COLL,
+        pos("size_t", "size")] + COLL + COLL_SEMANTIC,
        doc="block j (size bytes) of rank i's sendbuf lands in block i of "
        "rank j's recvbuf (recvbuf may equal sendbuf)"),
     # upstream LCI 2's raw network layer (src/core/net_post.cpp,
@@ -726,8 +784,10 @@ OPS = [
        doc="RDMA read of the peer's region `rmr` at `offset` into the "
        "buffer: posted (a READ completion once the data is there) or retry",
        no_c=NO_C_NET),
-    op("progress", "error_t", [RT, DEV],
-       doc="make progress on a device: done if it did work, retry if not"),
+    op("progress", "error_t", [RT, DEV,
+                               opt("endpoint_t", "endpoint", "endpoint_t()")],
+       doc="make progress on a device (with `endpoint`, upstream LCI 2's: "
+       "on its device): done if it did work, retry if not"),
     op("test_drained", "error_t", [RT, DEV],
        doc="done when nothing the device posted still waits for the network "
        "(no send in flight, empty backlog; posted receives do not count), "

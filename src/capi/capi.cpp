@@ -221,6 +221,10 @@ lci_error_t alloc_handler(lci_comp_handler_t handler, void* handler_context,
   if (!handler) util::throw_fatal("alloc_handler: null handler function");
   std::unique_ptr<comp_impl_t> p(
       new c_handler_impl_t(handler, handler_context));
+  if (args) {
+    p->attr.name = detail::resource_name(args->name);
+    p->attr.user_context = args->user_context;
+  }
   globals::comps().add(p.get());
   if (out) *out = c(comp_t(p.release()));
   return LCI_DONE;

@@ -17,10 +17,11 @@ const char* get_allgather_algorithm_str(allgather_algorithm_t algorithm)
 void allgather_x::call_impl(const void* sendbuf, void* recvbuf, size_t size,
                             runtime_t runtime, device_t device,
                             matching_engine_t matching_engine, comp_t comp,
-                            void* user_context, allgather_algorithm_t algorithm)
+                            void* user_context, endpoint_t endpoint,
+                            allgather_algorithm_t algorithm)
 {
   coll_t c("allgather", shm_kind_t::allgather, runtime, device, matching_engine,
-           comp, user_context);
+           comp, user_context, endpoint);
   int me = c.rank, n = c.nranks;
   c.check_size(size, n);
   c.check_buffer(sendbuf, size, "sendbuf");

@@ -149,10 +149,11 @@ void allreduce_x::call_impl(const void* sendbuf, void* recvbuf, size_t count,
                             size_t item_size, reduce_op_t op, runtime_t runtime,
                             device_t device, matching_engine_t matching_engine,
                             comp_t comp, void* user_context,
+                            endpoint_t endpoint,
                             allreduce_algorithm_t algorithm)
 {
   coll_t c("allreduce", shm_kind_t::allreduce, runtime, device, matching_engine,
-           comp, user_context);
+           comp, user_context, endpoint);
   size_t bytes = c.check_items(count, item_size, 1, op);
   c.check_buffer(sendbuf, bytes, "sendbuf");
   c.check_buffer(recvbuf, bytes, "recvbuf");

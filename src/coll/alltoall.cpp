@@ -9,10 +9,12 @@ using namespace coll;
 void alltoall_x::call_impl(const void* sendbuf, void* recvbuf, size_t size,
                            runtime_t runtime, device_t device,
                            matching_engine_t matching_engine, comp_t comp,
-                           void* user_context)
+                           void* user_context, endpoint_t endpoint,
+                           comp_semantic_t comp_semantic)
 {
   coll_t c("alltoall", shm_kind_t::alltoall, runtime, device, matching_engine,
-           comp, user_context);
+           comp, user_context, endpoint);
+  check_comp_semantic(comp_semantic, "alltoall");
   int me = c.rank, n = c.nranks;
   c.check_size(size, n);
   c.check_buffer(sendbuf, size * n, "sendbuf");

@@ -29,10 +29,12 @@ void barrier_dissemination(coll_t& c)
 
 void barrier_x::call_impl(runtime_t runtime, device_t device,
                           matching_engine_t matching_engine, comp_t comp,
-                          void* user_context)
+                          void* user_context, endpoint_t endpoint,
+                          comp_semantic_t comp_semantic)
 {
   coll_t c("barrier", shm_kind_t::barrier, runtime, device, matching_engine,
-           comp, user_context);
+           comp, user_context, endpoint);
+  check_comp_semantic(comp_semantic, "barrier");
   if (c.run_local(c.request(nullptr, nullptr), true, nullptr, 0)) return;
   if (shm_team_t* t = c.hier_team(true)) {
     // a reduce of nothing to the leader: it waits for every rank of its

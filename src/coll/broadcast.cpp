@@ -117,10 +117,11 @@ const char* get_broadcast_algorithm_str(broadcast_algorithm_t algorithm)
 void broadcast_x::call_impl(void* buffer, size_t size, int root,
                             runtime_t runtime, device_t device,
                             matching_engine_t matching_engine, comp_t comp,
-                            void* user_context, broadcast_algorithm_t algorithm)
+                            void* user_context, endpoint_t endpoint,
+                            broadcast_algorithm_t algorithm)
 {
   coll_t c("broadcast", shm_kind_t::broadcast, runtime, device, matching_engine,
-           comp, user_context);
+           comp, user_context, endpoint);
   c.check_root(root);
   c.check_size(size, 1);
   c.check_buffer(buffer, size, "buffer");

@@ -38,6 +38,7 @@
 #include "coll/shm_team.hpp"
 #include "core/coll_support.hpp"
 #include "lci.hpp"
+#include "resource/endpoint.hpp"
 #include "util/error.hpp"
 
 namespace lci::coll
@@ -95,6 +96,16 @@ struct finisher_t;
 struct state_t;
 struct hier_t;
 
+// The completion semantic of a barrier or alltoall: either value gives the
+// same completion (every rank's part is in place); anything else is refused.
+inline void check_comp_semantic(comp_semantic_t semantic, const char* call)
+{
+  if (semantic != comp_semantic_t::memory &&
+      semantic != comp_semantic_t::network)
+    util::throw_fatal(call, ": comp_semantic ", static_cast<int>(semantic),
+                      " is not a value of comp_semantic_t");
+}
+
 // One collective under construction: the graph and the helpers that add
 // point-to-point, copy and reduction nodes to it.
 class coll_t
@@ -102,8 +113,11 @@ class coll_t
  public:
   // Throws fatal_error naming `call` for COMP_NULL_RETRY and for
   // resources begin_call refuses.
+  // `endpoint` (upstream LCI 2's): run on its device (the device given,
+  // if any, must be that one).
   coll_t(const char* call, shm_kind_t kind, runtime_t runtime, device_t device,
-         matching_engine_t me, comp_t comp, void* user_context)
+         matching_engine_t me, comp_t comp, void* user_context,
+         endpoint_t endpoint)
       : name_(call), kind_(kind), comp_(comp), user_context_(user_context)
   {
     if (comp == COMP_NULL_RETRY)
@@ -111,7 +125,8 @@ class coll_t
                         ": COMP_NULL_RETRY is not a completion object for a "
                         "collective (pass COMP_NULL to block, or a "
                         "completion object)");
-    call_ = begin_call(call, runtime, device, me);
+    call_ =
+        begin_call(call, runtime, endpoint_device(endpoint, device, call), me);
     rank = call_.rank;
     nranks = call_.nranks;
   }

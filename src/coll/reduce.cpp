@@ -44,10 +44,10 @@ void reduce_x::call_impl(const void* sendbuf, void* recvbuf, size_t count,
                          size_t item_size, reduce_op_t op, int root,
                          runtime_t runtime, device_t device,
                          matching_engine_t matching_engine, comp_t comp,
-                         void* user_context)
+                         void* user_context, endpoint_t endpoint)
 {
   coll_t c("reduce", shm_kind_t::reduce, runtime, device, matching_engine, comp,
-           user_context);
+           user_context, endpoint);
   c.check_root(root);
   size_t bytes = c.check_items(count, item_size, 1, op);
   c.check_buffer(sendbuf, bytes, "sendbuf");

@@ -21,11 +21,11 @@ void reduce_scatter_x::call_impl(const void* sendbuf, void* recvbuf,
                                  reduce_op_t op, runtime_t runtime,
                                  device_t device,
                                  matching_engine_t matching_engine, comp_t comp,
-                                 void* user_context,
+                                 void* user_context, endpoint_t endpoint,
                                  reduce_scatter_algorithm_t algorithm)
 {
   coll_t c("reduce_scatter", shm_kind_t::reduce_scatter, runtime, device,
-           matching_engine, comp, user_context);
+           matching_engine, comp, user_context, endpoint);
   int me = c.rank, n = c.nranks;
   size_t bytes = c.check_items(recvcount, item_size, n, op);
   c.check_buffer(sendbuf, bytes * n, "sendbuf");

@@ -31,6 +31,14 @@ comp_t track(comp_impl_t* comp)
   return comp_t(comp);
 }
 
+// the name and user context that comp_t::get_attr reports
+comp_impl_t* named(comp_impl_t* comp, const char* name, void* user_context)
+{
+  comp->attr.name = detail::resource_name(name);
+  comp->attr.user_context = user_context;
+  return comp;
+}
+
 [[noreturn]] [[gnu::cold]] void throw_not_a(comp_t comp, const char* call,
                                             const char* what)
 {
@@ -158,11 +166,14 @@ comp_t alloc_sync_x::call_impl(runtime_t runtime, bool zero_copy_am,
                                const sync_attr_t& attr)
 {
   check_runtime(runtime, "alloc_sync");
-  return zero_copy_if(track(new sync_impl_t(attr)), zero_copy_am);
+  return zero_copy_if(
+      track(named(new sync_impl_t(attr), attr.name, attr.user_context)),
+      zero_copy_am);
 }
 
-bool sync_test_x::call_impl(comp_t comp, status_t* p_out)
+bool sync_test_x::call_impl(comp_t comp, status_t* p_out, runtime_t runtime)
 {
+  check_runtime(runtime, "sync_test");
   return as<sync_impl_t>(comp, "sync_test", "synchronizer")->test(p_out);
 }
 
@@ -175,40 +186,49 @@ comp_t alloc_cq_x::call_impl(runtime_t runtime, bool zero_copy_am,
                              const cq_attr_t& attr)
 {
   check_runtime(runtime, "alloc_cq");
-  return zero_copy_if(track(make_cq(attr)), zero_copy_am);
+  return zero_copy_if(track(named(make_cq(attr), attr.name, attr.user_context)),
+                      zero_copy_am);
 }
 
-status_t cq_pop_x::call_impl(comp_t comp)
+status_t cq_pop_x::call_impl(comp_t comp, runtime_t runtime)
 {
+  check_runtime(runtime, "cq_pop");
   return as_cq(comp, "cq_pop")->pop();
 }
 
 comp_t alloc_handler_x::call_impl(comp_handler_t handler, runtime_t runtime,
-                                  bool zero_copy_am)
+                                  bool zero_copy_am, const char* name,
+                                  void* user_context)
 {
   check_runtime(runtime, "alloc_handler");
   if (!handler) util::throw_fatal("alloc_handler: null handler function");
-  return zero_copy_if(track(new handler_impl_t(handler)), zero_copy_am);
+  return zero_copy_if(
+      track(named(new handler_impl_t(handler), name, user_context)),
+      zero_copy_am);
 }
 
-comp_t alloc_counter_x::call_impl(runtime_t runtime)
+comp_t alloc_counter_x::call_impl(runtime_t runtime, const char* name,
+                                  void* user_context)
 {
   check_runtime(runtime, "alloc_counter");
-  return track(new counter_impl_t());
+  return track(named(new counter_impl_t(), name, user_context));
 }
 
-int64_t counter_get_x::call_impl(comp_t comp)
+int64_t counter_get_x::call_impl(comp_t comp, runtime_t runtime)
 {
+  check_runtime(runtime, "counter_get");
   return as<counter_impl_t>(comp, "counter_get", "counter")->get();
 }
 
-void counter_set_x::call_impl(comp_t comp, int64_t value)
+void counter_set_x::call_impl(comp_t comp, int64_t value, runtime_t runtime)
 {
+  check_runtime(runtime, "counter_set");
   as<counter_impl_t>(comp, "counter_set", "counter")->set(value);
 }
 
-void comp_signal_x::call_impl(comp_t comp, status_t status)
+void comp_signal_x::call_impl(comp_t comp, status_t status, runtime_t runtime)
 {
+  check_runtime(runtime, "comp_signal");
   if (comp.is_empty() || comp == COMP_NULL_RETRY)
     util::throw_fatal("comp_signal: the completion object is empty");
   comp.p_impl->signal(status);
@@ -217,51 +237,61 @@ void comp_signal_x::call_impl(comp_t comp, status_t status)
 // ---------------------------------------------------------------------------
 // graphs
 
-comp_t alloc_graph_x::call_impl(comp_t comp, runtime_t runtime)
+comp_t alloc_graph_x::call_impl(comp_t comp, runtime_t runtime,
+                                const char* name, void* user_context)
 {
   check_runtime(runtime, "alloc_graph");
   if (comp == COMP_NULL_RETRY)
     util::throw_fatal(
         "alloc_graph: COMP_NULL_RETRY cannot be signalled when the graph "
         "completes (pass no completion object, or a real one)");
-  return track(new graph_impl_t(comp));
+  return track(named(new graph_impl_t(comp), name, user_context));
 }
 
 graph_node_t graph_add_node_x::call_impl(comp_t graph, graph_node_run_cb_t fn,
                                          void* value,
-                                         graph_node_free_cb_t free_cb)
+                                         graph_node_free_cb_t free_cb,
+                                         runtime_t runtime)
 {
+  check_runtime(runtime, "graph_add_node");
   return as<graph_impl_t>(graph, "graph_add_node", "graph")
       ->add_node(fn, value, free_cb);
 }
 
 void graph_add_edge_x::call_impl(comp_t graph, graph_node_t src,
-                                 graph_node_t dst, graph_edge_run_cb_t fn)
+                                 graph_node_t dst, graph_edge_run_cb_t fn,
+                                 runtime_t runtime)
 {
+  check_runtime(runtime, "graph_add_edge");
   as<graph_impl_t>(graph, "graph_add_edge", "graph")->add_edge(src, dst, fn);
 }
 
-void graph_node_mark_complete_x::call_impl(graph_node_t node, status_t status)
+void graph_node_mark_complete_x::call_impl(graph_node_t node, status_t status,
+                                           runtime_t runtime)
 {
   const char* call = "graph_node_mark_complete";
+  check_runtime(runtime, call);
   graph_node_impl_t* n = graph_impl_t::node_of(node, call);
   if (!n->graph) util::throw_fatal(call, ": ", node, " is not a graph node");
   n->graph->complete(n, status, call);
 }
 
-void graph_start_x::call_impl(comp_t graph)
+void graph_start_x::call_impl(comp_t graph, runtime_t runtime)
 {
+  check_runtime(runtime, "graph_start");
   as<graph_impl_t>(graph, "graph_start", "graph")->start();
 }
 
-status_t graph_test_x::call_impl(comp_t graph)
+status_t graph_test_x::call_impl(comp_t graph, runtime_t runtime)
 {
+  check_runtime(runtime, "graph_test");
   return as<graph_impl_t>(graph, "graph_test", "graph")->test();
 }
 
-void free_comp_x::call_impl(comp_t* comp)
+void free_comp_x::call_impl(comp_t* comp, runtime_t runtime)
 {
   const char* call = "free_comp";
+  check_runtime(runtime, call);
   if (!comp) util::throw_fatal(call, ": null completion object pointer");
   comp_impl_t* p = util::checked(comp->p_impl, call);
   if (*comp == COMP_NULL_RETRY)
@@ -271,5 +301,16 @@ void free_comp_x::call_impl(comp_t* comp)
   delete p;
   comp->p_impl = nullptr;
 }
+
+comp_attr_t comp_t::get_attr() const
+{
+  if (is_empty() || *this == COMP_NULL_RETRY)
+    util::throw_fatal("comp_t::get_attr: the completion object is empty");
+  return p_impl->attr;
+}
+
+const char* comp_t::get_attr_name() const { return get_attr().name; }
+
+void* comp_t::get_attr_user_context() const { return get_attr().user_context; }
 
 }  // namespace lci

@@ -25,6 +25,7 @@
 #include "core/rma.hpp"
 #include "core/send_comp.hpp"
 #include "core/transfer.hpp"
+#include "resource/endpoint.hpp"
 #include "resource/matching_engine.hpp"
 #include "resource/packet_pool.hpp"
 #include "resource/raw_net.hpp"
@@ -752,9 +753,12 @@ error_t progress_device(device_impl_t* dev)
 }
 
 // (here, with progress_device: the call folds into this one)
-error_t progress_x::call_impl(runtime_t runtime, device_t device)
+error_t progress_x::call_impl(runtime_t runtime, device_t device,
+                              endpoint_t endpoint)
 {
-  return progress_device(resolve_device(runtime, device, "progress").dev);
+  const char* call = "progress";
+  if (!endpoint.is_empty()) device = endpoint_device(endpoint, device, call);
+  return progress_device(resolve_device(runtime, device, call).dev);
 }
 
 void drain_device(device_impl_t* dev)

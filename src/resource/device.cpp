@@ -1,6 +1,7 @@
 #include "resource/device.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 #include "resource/packet_pool.hpp"
 #include "resource/runtime.hpp"
@@ -13,6 +14,8 @@ device_impl_t::device_impl_t(runtime_impl_t* rt, packet_pool_impl_t* p,
                              const device_attr_t& a)
     : attr(a), runtime(rt), pool(p)
 {
+  static std::atomic<int> next_uid{0};
+  attr.uid = next_uid.fetch_add(1, std::memory_order_relaxed);
   attentive = rt->attr.attentive_progress;
   if (rt->attr.idle_spins != 0)
     yield_after = static_cast<uint32_t>(

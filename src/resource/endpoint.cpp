@@ -102,17 +102,21 @@ void free_handle(T* p, const void* owner, util::live_set_t& live,
 }
 }  // namespace
 
-net_context_t alloc_net_context_x::call_impl(runtime_t runtime)
+net_context_t alloc_net_context_x::call_impl(runtime_t runtime,
+                                             const char* name,
+                                             void* user_context)
 {
   runtime_impl_t* rt = resolve_runtime(runtime, "alloc_net_context");
-  return net_context_t(
-      add_handle(rt, net_context_impl_t{rt, false}, globals::net_contexts()));
+  net_context_attr_t attr{detail::resource_name(name), user_context};
+  return net_context_t(add_handle(rt, net_context_impl_t{rt, false, attr},
+                                  globals::net_contexts()));
 }
 
 net_context_t get_default_net_context_x::call_impl(runtime_t runtime)
 {
   runtime_impl_t* rt = resolve_runtime(runtime, "get_default_net_context");
-  return net_context_t(add_handle(rt, net_context_impl_t{rt, true},
+  net_context_attr_t attr{DEFAULT_NAME, nullptr};
+  return net_context_t(add_handle(rt, net_context_impl_t{rt, true, attr},
                                   globals::net_contexts(), true));
 }
 
@@ -125,12 +129,14 @@ void free_net_context_x::call_impl(net_context_t* net_context, runtime_t)
   net_context->p_impl = nullptr;
 }
 
-endpoint_t alloc_endpoint_x::call_impl(device_t device, runtime_t runtime)
+endpoint_t alloc_endpoint_x::call_impl(device_t device, runtime_t runtime,
+                                       const char* name, void* user_context)
 {
   device_impl_t* dev = resolve_device(runtime, device, "alloc_endpoint").dev;
+  endpoint_attr_t attr{next_uid.fetch_add(1), detail::resource_name(name),
+                       user_context};
   return endpoint_t(
-      add_handle(dev, endpoint_impl_t{dev, false, next_uid.fetch_add(1)},
-                 globals::endpoints()));
+      add_handle(dev, endpoint_impl_t{dev, false, attr}, globals::endpoints()));
 }
 
 endpoint_t get_default_endpoint_x::call_impl(device_t device, runtime_t runtime)
@@ -138,9 +144,9 @@ endpoint_t get_default_endpoint_x::call_impl(device_t device, runtime_t runtime)
   device_impl_t* dev =
       resolve_device(runtime, device, "get_default_endpoint").dev;
   // (a uid spent on every call: unique all the same)
-  return endpoint_t(
-      add_handle(dev, endpoint_impl_t{dev, true, next_uid.fetch_add(1)},
-                 globals::endpoints(), true));
+  endpoint_attr_t attr{next_uid.fetch_add(1), DEFAULT_NAME, nullptr};
+  return endpoint_t(add_handle(dev, endpoint_impl_t{dev, true, attr},
+                               globals::endpoints(), true));
 }
 
 void free_endpoint_x::call_impl(endpoint_t* endpoint, runtime_t)
@@ -207,7 +213,39 @@ bool net_context_t::get_attr_support_putimm() const
 
 int endpoint_t::get_attr_uid() const
 {
-  return live_endpoint(*this, "endpoint_t::get_attr_uid")->uid;
+  return live_endpoint(*this, "endpoint_t::get_attr_uid")->attr.uid;
+}
+
+endpoint_attr_t endpoint_t::get_attr() const
+{
+  return live_endpoint(*this, "endpoint_t::get_attr")->attr;
+}
+
+const char* endpoint_t::get_attr_name() const
+{
+  return live_endpoint(*this, "endpoint_t::get_attr_name")->attr.name;
+}
+
+void* endpoint_t::get_attr_user_context() const
+{
+  return live_endpoint(*this, "endpoint_t::get_attr_user_context")
+      ->attr.user_context;
+}
+
+net_context_attr_t net_context_t::get_attr() const
+{
+  return live_net_context(*this, "net_context_t::get_attr")->attr;
+}
+
+const char* net_context_t::get_attr_name() const
+{
+  return live_net_context(*this, "net_context_t::get_attr_name")->attr.name;
+}
+
+void* net_context_t::get_attr_user_context() const
+{
+  return live_net_context(*this, "net_context_t::get_attr_user_context")
+      ->attr.user_context;
 }
 
 }  // namespace lci

@@ -18,6 +18,7 @@ class net_context_impl_t
  public:
   runtime_impl_t* runtime;
   bool is_default;
+  net_context_attr_t attr;  // name, user context
 };
 
 class endpoint_impl_t
@@ -25,7 +26,7 @@ class endpoint_impl_t
  public:
   device_impl_t* device;
   bool is_default;
-  int uid;
+  endpoint_attr_t attr;  // uid, name, user context
 };
 
 // The device an endpoint handle posts on: `device` unless `endpoint` is

@@ -7,6 +7,16 @@
 namespace lci
 {
 
+namespace
+{
+mr_impl_t* live_mr(mr_t mr, const char* call)
+{
+  mr_impl_t* p = util::checked(mr.p_impl, call);
+  globals::mrs().check(p, call, "mr");
+  return p;
+}
+}  // namespace
+
 void mr_registry_t::add(mr_impl_t* mr)
 {
   std::lock_guard<std::mutex> g(mu_);
@@ -160,11 +170,13 @@ void deregister_memory_x::call_impl(mr_t* mr, runtime_t)
   mr->p_impl = nullptr;
 }
 
-rmr_t get_rmr_x::call_impl(mr_t mr)
+rmr_t get_rmr_x::call_impl(mr_t mr, runtime_t runtime)
 {
   const char* call = "get_rmr";
-  mr_impl_t* p = util::checked(mr.p_impl, call);
-  globals::mrs().check(p, call, "mr");
+  mr_impl_t* p = live_mr(mr, call);
+  if (runtime.p_impl && resolve_runtime(runtime, call) != p->runtime)
+    util::throw_fatal(call, ": mr ", static_cast<void*>(p),
+                      " is a registration of another runtime");
   rmr_t r;
   r.base = p->net.rma_base;
   r.opaque_rkey = p->net.rkey;
@@ -172,6 +184,24 @@ rmr_t get_rmr_x::call_impl(mr_t mr)
   r.runtime = p->runtime->tag;
   r.rank = p->runtime->rank_me;
   return r;
+}
+
+mr_attr_t mr_t::get_attr() const
+{
+  live_mr(*this, "mr_t::get_attr");
+  return mr_attr_t{DEFAULT_NAME, nullptr};
+}
+
+const char* mr_t::get_attr_name() const
+{
+  live_mr(*this, "mr_t::get_attr_name");
+  return DEFAULT_NAME;
+}
+
+void* mr_t::get_attr_user_context() const
+{
+  live_mr(*this, "mr_t::get_attr_user_context");
+  return nullptr;
 }
 
 }  // namespace lci

@@ -46,6 +46,7 @@ NO_ERROR_PATH = {
 
 def has_args(gen, o):
     positional, optional = gen.expanded_args(o)
+    optional = [a for a in optional if a.name not in o.cxx_only]
     return bool(optional or o.attrs_of)
 
 

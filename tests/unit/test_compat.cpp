@@ -938,3 +938,233 @@ TEST_F(LciTest, UpstreamHelpersAndGlobals)
 }
 
 }  // namespace
+
+namespace
+{
+
+using ::testing::AllOf;
+
+// A name given as a temporary string: the resource keeps its own copy.
+std::string temp_name(const char* base) { return std::string(base) + "-x"; }
+
+// Every resource has upstream's name and user_context attributes: the
+// allocating call's .name() (copied: the caller's string may go) and
+// .user_context(), else DEFAULT_NAME ("unnamed") and nullptr.
+TEST_F(LciTest, ResourceNamesAndUserContexts)
+{
+  EXPECT_STREQ(lci::DEFAULT_NAME, "unnamed");
+  int ctx = 0;
+  void* uc = &ctx;
+  lci::runtime_t g = lci::get_g_runtime();
+  EXPECT_STREQ(g.get_attr_name(), "unnamed");
+  EXPECT_EQ(g.get_attr_user_context(), nullptr);
+  EXPECT_STREQ(g.get_attr().name, "unnamed");
+
+  lci::runtime_t rt =
+      lci::alloc_runtime_x().name(temp_name("rt").c_str()).user_context(uc)();
+  EXPECT_STREQ(rt.get_attr_name(), "rt-x");
+  EXPECT_EQ(rt.get_attr_user_context(), uc);
+  EXPECT_EQ(rt.get_attr().user_context, uc);
+  // the runtime's default resources are not named after it
+  EXPECT_STREQ(lci::get_default_device_x().runtime(rt)().get_attr_name(),
+               "unnamed");
+  lci::free_runtime(&rt);
+
+  lci::device_t dev =
+      lci::alloc_device_x().name(temp_name("dev").c_str()).user_context(uc)();
+  EXPECT_STREQ(dev.get_attr_name(), "dev-x");
+  EXPECT_EQ(dev.get_attr_user_context(), uc);
+  // devices have upstream's uid: unique, reported, not settable
+  EXPECT_GE(dev.get_attr_uid(), 0);
+  EXPECT_EQ(dev.get_attr().uid, dev.get_attr_uid());
+  EXPECT_NE(dev.get_attr_uid(), lci::get_default_device().get_attr_uid());
+  EXPECT_STREQ(lci::get_default_device().get_attr_name(), "unnamed");
+  lci::packet_pool_t pool = lci::alloc_packet_pool_x()
+                                .npackets(64)
+                                .name(temp_name("pool").c_str())
+                                .user_context(uc)();
+  EXPECT_STREQ(pool.get_attr_name(), "pool-x");
+  EXPECT_EQ(pool.get_attr_user_context(), uc);
+  lci::matching_engine_t me = lci::alloc_matching_engine_x()
+                                  .name(temp_name("me").c_str())
+                                  .user_context(uc)();
+  EXPECT_STREQ(me.get_attr_name(), "me-x");
+  EXPECT_EQ(me.get_attr().user_context, uc);
+
+  struct comp_case_t {
+    const char* what;
+    lci::comp_t comp;
+  };
+  auto handler = [](lci::status_t) {};
+  comp_case_t comps[] = {
+      {"sync-x",
+       lci::alloc_sync_x().name(temp_name("sync").c_str()).user_context(uc)()},
+      {"cq-x",
+       lci::alloc_cq_x().name(temp_name("cq").c_str()).user_context(uc)()},
+      {"counter-x", lci::alloc_counter_x()
+                        .name(temp_name("counter").c_str())
+                        .user_context(uc)()},
+      {"handler-x", lci::alloc_handler_x(handler)
+                        .name(temp_name("handler").c_str())
+                        .user_context(uc)()},
+      {"graph-x", lci::alloc_graph_x()
+                      .name(temp_name("graph").c_str())
+                      .user_context(uc)()},
+  };
+  for (comp_case_t& c : comps) {
+    SCOPED_TRACE(c.what);
+    EXPECT_STREQ(c.comp.get_attr_name(), c.what);
+    EXPECT_EQ(c.comp.get_attr_user_context(), uc);
+    EXPECT_EQ(c.comp.get_attr().user_context, uc);
+    lci::free_comp(&c.comp);
+  }
+  lci::comp_t plain = lci::alloc_cq();
+  EXPECT_STREQ(plain.get_attr_name(), "unnamed");
+  EXPECT_EQ(plain.get_attr_user_context(), nullptr);
+  lci::free_comp(&plain);
+  // a user's completion object starts unnamed and may set its attributes
+  struct mine_t : lci::comp_impl_t {
+    void signal(lci::status_t) override {}
+  } mine;
+  lci::comp_t mine_comp(&mine);
+  EXPECT_STREQ(mine_comp.get_attr_name(), "unnamed");
+  mine.attr.user_context = uc;
+  EXPECT_EQ(mine_comp.get_attr_user_context(), uc);
+  lci::comp_impl_t::attr_t a = {"given", nullptr};
+  struct named_t : lci::comp_impl_t {
+    explicit named_t(const attr_t& a) : lci::comp_impl_t(a) {}
+    void signal(lci::status_t) override {}
+  } named(a);
+  EXPECT_STREQ(lci::comp_t(&named).get_attr_name(), "given");
+  std::string msg = fatal_message([] { (void)lci::COMP_NULL.get_attr(); });
+  EXPECT_THAT(msg, HasSubstr("comp_t::get_attr"));
+  msg = fatal_message([] { (void)lci::COMP_NULL_RETRY.get_attr_name(); });
+  EXPECT_THAT(msg, HasSubstr("empty"));
+
+  lci::endpoint_t ep = lci::alloc_endpoint_x()
+                           .device(dev)
+                           .name(temp_name("ep").c_str())
+                           .user_context(uc)();
+  EXPECT_STREQ(ep.get_attr_name(), "ep-x");
+  EXPECT_EQ(ep.get_attr_user_context(), uc);
+  EXPECT_EQ(ep.get_attr().uid, ep.get_attr_uid());
+  EXPECT_STREQ(lci::get_default_endpoint_x().device(dev)().get_attr_name(),
+               "unnamed");
+  lci::net_context_t nc = lci::alloc_net_context_x()
+                              .name(temp_name("nc").c_str())
+                              .user_context(uc)();
+  EXPECT_STREQ(nc.get_attr_name(), "nc-x");
+  EXPECT_EQ(nc.get_attr().user_context, uc);
+  EXPECT_STREQ(lci::get_default_net_context().get_attr_name(), "unnamed");
+  lci::free_net_context(&nc);
+
+  char buf[64];
+  lci::mr_t mr = lci::register_memory(buf, sizeof(buf));
+  EXPECT_STREQ(mr.get_attr_name(), "unnamed");
+  EXPECT_EQ(mr.get_attr().user_context, nullptr);
+  lci::deregister_memory(&mr);
+  msg = fatal_message([&] { (void)mr.get_attr_name(); });
+  EXPECT_THAT(msg, HasSubstr("mr_t::get_attr_name"));
+
+  lci::free_device(&dev);
+  msg = fatal_message([&] { (void)ep.get_attr_name(); });
+  EXPECT_THAT(msg, HasSubstr("endpoint_t::get_attr_name"));
+  lci::free_matching_engine(&me);
+  lci::free_packet_pool(&pool);
+}
+
+// Upstream's .runtime() on the calls on completion objects and
+// registrations: a live runtime is accepted (the object belongs to none, a
+// registration to its own runtime), a freed one is refused naming the call.
+TEST_F(LciTest, RuntimeOnCompletionCalls)
+{
+  lci::runtime_t g = lci::get_g_runtime();
+  lci::comp_t cq = lci::alloc_cq();
+  lci::comp_signal_x(cq, lci::status_t(nullptr)).runtime(g)();
+  EXPECT_TRUE(lci::cq_pop_x(cq).runtime(g)().is_done());
+  EXPECT_TRUE(lci::cq_pop_x(cq).runtime(g)().is_retry());
+  lci::comp_t counter = lci::alloc_counter();
+  lci::counter_set_x(counter, 5).runtime(g)();
+  EXPECT_EQ(lci::counter_get_x(counter).runtime(g)(), 5);
+  lci::comp_t sync = lci::alloc_sync();
+  EXPECT_FALSE(lci::sync_test_x(sync, nullptr).runtime(g)());
+  lci::comp_t graph = lci::alloc_graph();
+  lci::graph_node_t node =
+      lci::graph_add_node_x(graph, lci::GRAPH_NODE_DUMMY_CB).runtime(g)();
+  lci::graph_add_edge_x(graph, lci::GRAPH_START, node).runtime(g)();
+  lci::graph_add_edge_x(graph, node, lci::GRAPH_END).runtime(g)();
+  lci::graph_start_x(graph).runtime(g)();
+  EXPECT_TRUE(lci::graph_test_x(graph).runtime(g)().is_done());
+  char buf[16];
+  lci::mr_t mr = lci::register_memory(buf, sizeof(buf));
+  EXPECT_EQ(lci::get_rmr_x(mr).runtime(g)().size, sizeof(buf));
+
+  lci::runtime_t other = lci::alloc_runtime();
+  std::string msg =
+      fatal_message([&] { (void)lci::get_rmr_x(mr).runtime(other)(); });
+  EXPECT_THAT(msg, HasSubstr("another runtime"));
+  lci::runtime_t gone = other;
+  lci::free_runtime(&other);
+  msg = fatal_message([&] { (void)lci::cq_pop_x(cq).runtime(gone)(); });
+  EXPECT_THAT(msg, HasSubstr("cq_pop"));
+  msg =
+      fatal_message([&] { (void)lci::counter_get_x(counter).runtime(gone)(); });
+  EXPECT_THAT(msg, HasSubstr("counter_get"));
+  msg = fatal_message([&] { lci::free_comp_x(&graph).runtime(gone)(); });
+  EXPECT_THAT(msg, HasSubstr("free_comp"));
+  EXPECT_FALSE(graph.is_empty());  // refused before anything was freed
+
+  lci::deregister_memory(&mr);
+  lci::free_comp_x(&graph).runtime(g)();
+  lci::free_comp(&sync);
+  lci::free_comp(&counter);
+  lci::free_comp(&cq);
+}
+
+// Upstream's .endpoint() on collectives and progress: they run on the
+// endpoint's device (a device given too must be that one); .comp_semantic()
+// on barrier and alltoall.
+TEST_F(LciTest, CollectivesAndProgressOnAnEndpoint)
+{
+  lci::device_t dev = lci::alloc_device();
+  lci::endpoint_t ep = lci::alloc_endpoint_x().device(dev)();
+  lci::barrier_x().endpoint(ep)();
+  lci::barrier_x().endpoint(ep).comp_semantic(lci::comp_semantic_t::network)();
+  int in = 21, out = 0;
+  auto sum = [](const void* l, const void* r, void* d, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+      static_cast<int*>(d)[i] =
+          static_cast<const int*>(l)[i] + static_cast<const int*>(r)[i];
+  };
+  lci::allreduce_x(&in, &out, 1, sizeof(int), sum).endpoint(ep)();
+  EXPECT_EQ(out, 21);
+  out = 0;
+  lci::alltoall_x(&in, &out, sizeof(int))
+      .endpoint(ep)
+      .comp_semantic(lci::comp_semantic_t::memory)();
+  EXPECT_EQ(out, 21);
+  lci::comp_t sync = lci::alloc_sync();
+  lci::broadcast_x(&in, sizeof(in), 0).endpoint(ep).comp(sync)();
+  while (!lci::sync_test(sync, nullptr)) lci::progress_x().endpoint(ep)();
+  lci::free_comp(&sync);
+  lci::error_t e = lci::progress_x().endpoint(ep)();
+  EXPECT_TRUE(e.is_done() || e.is_retry());
+
+  std::string msg = fatal_message([&] {
+    lci::barrier_x().endpoint(ep).device(lci::get_default_device())();
+  });
+  EXPECT_THAT(
+      msg, AllOf(HasSubstr("barrier"), HasSubstr("not of the device given")));
+  msg = fatal_message([&] {
+    (void)lci::progress_x().endpoint(ep).device(lci::get_default_device())();
+  });
+  EXPECT_THAT(
+      msg, AllOf(HasSubstr("progress"), HasSubstr("not of the device given")));
+  msg = fatal_message([&] {
+    lci::barrier_x().comp_semantic(static_cast<lci::comp_semantic_t>(7))();
+  });
+  EXPECT_THAT(msg, HasSubstr("barrier: comp_semantic 7"));
+  lci::free_device(&dev);
+}
+
+}  // namespace
