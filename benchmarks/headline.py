@@ -160,8 +160,8 @@ RUNS = {
             "Native shm RMA: small transfers"),
     "threads": (OFI_SHM, "3e1a5a5, 2026-11-24", "msgrate-threads.results.csv",
                 "Threads through loopback"),
-    "coll": (SHM, "4278f14, 2026-11-27", "coll_4278f14_2026-11-27.csv",
-             "Collectives on one node after the merge"),
+    "coll": (SHM, "c3ff08d, 2026-11-27", "coll_c3ff08d_2026-11-27.csv",
+             "Collectives on one node after coll4"),
     "coll_shm": (SHM, "75830d4, 2026-11-27", "coll_shm_2026-11-27.csv",
                  "Collectives: large messages through the segment"),
     "hosts": (HOSTS, "d9307e0, 2026-11-27", "multihost_socket_2026-11-27.csv",
@@ -218,8 +218,11 @@ ROWS = [
         ("allreduce, 8 B, 2 ranks", "allreduce", 8, 3),
         ("allreduce, 64 KiB, 2 ranks", "allreduce", 64 * KIB, 1),
         ("broadcast, 8 B, 2 ranks", "broadcast", 8, 3),
+        ("broadcast, 4 KiB, 2 ranks", "broadcast", 4 * KIB, 3),
         ("broadcast, 64 KiB, 2 ranks", "broadcast", 64 * KIB, 1),
+        ("allgather, 4 KiB, 2 ranks", "allgather", 4 * KIB, 3),
         ("allgather, 64 KiB, 2 ranks", "allgather", 64 * KIB, 1),
+        ("alltoall, 4 KiB, 2 ranks", "alltoall", 4 * KIB, 3),
         ("alltoall, 64 KiB, 2 ranks", "alltoall", 64 * KIB, 1),
         ("alltoall, 1 MiB, 2 ranks", "alltoall", MIB, 1))
 ] + [
