@@ -43,6 +43,31 @@ TEST(Backends, SocketIsAlwaysBuiltIn)
   lci::free_runtime(&rt);
 }
 
+// The socket backend's two settings from the environment: a value in
+// range runs, anything else refuses the runtime naming the variable.
+TEST(Backends, SocketSettingsFromTheEnvironment)
+{
+  {
+    env_guard_t chunk("LCI_SOCKET_RECV_CHUNK", "4096");
+    env_guard_t wait("LCI_SOCKET_WAIT_US", "0");
+    lci::runtime_t rt = runtime_on("socket");
+    lci_test::expect_sendrecv_works(rt, lci::device_t(), 80, 1024);
+    lci::free_runtime(&rt);
+  }
+  for (const char* bad : {"abc", "100", "-4096", "2147483648", "64k"}) {
+    env_guard_t chunk("LCI_SOCKET_RECV_CHUNK", bad);
+    const std::string msg = fatal_message([] { runtime_on("socket"); });
+    EXPECT_THAT(msg, HasSubstr(std::string("LCI_SOCKET_RECV_CHUNK '") + bad +
+                               "' is not a number of bytes from 4096"));
+  }
+  for (const char* bad : {"x", "1000001", "-1"}) {
+    env_guard_t wait("LCI_SOCKET_WAIT_US", bad);
+    const std::string msg = fatal_message([] { runtime_on("socket"); });
+    EXPECT_THAT(msg, HasSubstr(std::string("LCI_SOCKET_WAIT_US '") + bad +
+                               "' is not a number of microseconds"));
+  }
+}
+
 #if LCI_TEST_HAVE_OFI
 
 TEST(Backends, OfiAndHybridAreBuiltIn)

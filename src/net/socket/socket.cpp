@@ -19,6 +19,21 @@ namespace lci::net::socket
 namespace
 {
 
+// The decimal value of the environment variable `name`: `dflt` when it is
+// unset or empty, 0 or a value in [lo, hi] when set; anything else is an
+// error that says what the variable must be (`what`).
+size_t env_number(const char* name, size_t dflt, size_t lo, size_t hi,
+                  const char* what)
+{
+  const char* text = std::getenv(name);
+  if (!text || !*text) return dflt;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (*end != '\0' || *text == '-' || (v != 0 && v < lo) || v > hi)
+    util::throw_fatal("alloc_runtime: ", name, " '", text, "' is not ", what);
+  return static_cast<size_t>(v);
+}
+
 class socket_context_t final : public context_t
 {
  public:
@@ -50,26 +65,11 @@ class socket_context_t final : public context_t
     cfg_.max_copy = attr.packet_size;
     cfg_.connect_timeout_s =
         attr.bootstrap_timeout ? attr.bootstrap_timeout : 120;
-    cfg_.wait_us = kWaitUs;
-    if (const char* w = std::getenv("LCI_SOCKET_WAIT_US"); w && *w) {
-      char* end = nullptr;
-      const unsigned long v = std::strtoul(w, &end, 10);
-      if (*end != '\0' || v > 1000000)
-        util::throw_fatal("alloc_runtime: LCI_SOCKET_WAIT_US '", w,
-                          "' is not a number of microseconds from 0 to "
-                          "1000000");
-      cfg_.wait_us = v;
-    }
-    cfg_.recv_chunk = kRecvChunk;
-    if (const char* c = std::getenv("LCI_SOCKET_RECV_CHUNK"); c && *c) {
-      char* end = nullptr;
-      const unsigned long v = std::strtoul(c, &end, 10);
-      if (*end != '\0' || (v != 0 && v < 4096) || v > (1ul << 30))
-        util::throw_fatal("alloc_runtime: LCI_SOCKET_RECV_CHUNK '", c,
-                          "' is not a number of bytes from 4096 to 2^30 (or "
-                          "0: no limit)");
-      cfg_.recv_chunk = v;
-    }
+    cfg_.wait_us = env_number("LCI_SOCKET_WAIT_US", kWaitUs, 0, 1000000,
+                              "a number of microseconds from 0 to 1000000");
+    cfg_.recv_chunk =
+        env_number("LCI_SOCKET_RECV_CHUNK", kRecvChunk, 4096, size_t(1) << 30,
+                   "a number of bytes from 4096 to 2^30 (or 0: no limit)");
     cfg_.keys = std::make_shared<key_table_t>();
     caps_.backend = "socket";
     caps_.provider = "tcp " + cfg_.ip;
