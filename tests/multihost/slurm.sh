@@ -10,7 +10,10 @@
 # config_overrides lets every node claim 4 CPUs. The ports are Slurm's
 # defaults: every host has its own network stack. TmpFS is DIR/local/self,
 # each host's own directory (the PMIx plugin makes a directory per step
-# there, by the same name on every node). The daemons are started by this
+# there, by the same name on every node), in a subdirectory of this
+# cluster's own: job ids restart at 1 in every cluster, and a directory
+# of an earlier cluster's step 1.0 that its killed slurmstepd left would
+# make the PMIx plugin refuse the new step 1.0. The daemons are started by this
 # script and stopped by the pids it recorded (TERM, then KILL), also on
 # failure; what a job leaves in the hosts is killed by hosts.sh clean.
 # Exit status: srun's (124: timeout after LCI_MULTIHOST_TIMEOUT s, default
@@ -24,7 +27,8 @@ for b in munged mungekey slurmctld slurmd srun sinfo; do
   command -v $b >/dev/null 2>&1 || { echo "slurm.sh: $b not found (scripts/deps.sh)"; exit 77; }
 done
 [ -x "$dir/enter" ] || { echo "slurm.sh: no hosts in $dir"; exit 1; }
-c=$(mktemp -d /tmp/lci-mh-slurm.XXXXXX)
+c=$(mktemp -d /tmp/lci-mh-slurm.XXXXXX) || exit 1
+id=$(basename "$c")
 pids=""
 cleanup() {
   for p in $pids; do kill -TERM "$p" 2>/dev/null; done
@@ -39,6 +43,7 @@ cleanup() {
     ps -o pid,args -p "$(echo $left | tr ' ' ,)" 2>/dev/null
     sh "$here/hosts.sh" clean "$dir" >/dev/null
   fi
+  for h in $(cat "$dir/hosts" 2>/dev/null); do rm -rf "$dir/local/$h/$id"; done
   rm -rf "$c"
 }
 trap cleanup EXIT
@@ -52,7 +57,10 @@ daemon() {
     </dev/null >"$c/$name.out" 2>&1 &
   pids="$pids $!"
 }
-mkdir -p "$c/state" "$c/munge" "$c/spool"
+for h in $(cat "$dir/hosts"); do mkdir -p "$dir/local/$h/$id"; done
+mkdir -p "$c/state" "$c/munge"
+i=0
+while [ $i -lt "$hosts" ]; do mkdir -p "$c/spool/node$i"; i=$((i + 1)); done
 chmod 700 "$c/munge"
 mungekey --create --keyfile="$c/munge/munge.key" --bits=1024 >/dev/null 2>&1 ||
   { echo "slurm.sh: mungekey failed"; exit 1; }
@@ -78,7 +86,7 @@ SlurmctldPidFile=$c/slurmctld.pid
 SlurmdPidFile=$c/slurmd.%n.pid
 SlurmctldLogFile=$c/slurmctld.log
 SlurmdLogFile=$c/slurmd.%n.log
-TmpFS=$dir/local/self
+TmpFS=$dir/local/self/$id
 CONF
   grep -v '^#' "$here/../slurm/common.conf"
   i=0
@@ -116,10 +124,20 @@ done
 echo "slurm.sh: cluster up ($nodes)"
 unset FI_TCP_IFACE FI_SOCKETS_IFACE
 echo "slurm.sh: + srun --mpi=$mpi -N $hosts -n $((hosts * ppn)) --ntasks-per-node=$ppn $*"
-SLURM_CONF=$c/slurm.conf timeout -s KILL "${LCI_MULTIHOST_TIMEOUT:-120}" \
+# timeout's own status is 124 (TERM) or 137 (KILL 10 s later); srun's
+# 137 is a task killed, so the two are told apart by timeout's 124 alone
+SLURM_CONF=$c/slurm.conf timeout -k 10 "${LCI_MULTIHOST_TIMEOUT:-120}" \
   nsenter -t "$(cat "$dir/head.pid")" -n -u -m -- \
   srun --mpi="$mpi" -N "$hosts" -n "$((hosts * ppn))" --ntasks-per-node="$ppn" "$@"
 status=$?
-[ $status -eq 137 ] && { echo "slurm.sh: timed out"; status=124; }
+[ $status -eq 124 ] && echo "slurm.sh: timed out"
+if [ $status -ne 0 ]; then
+  # what the daemons said about the step: the reason srun cannot see
+  for f in "$c"/slurmd.*.log "$c"/slurmctld.log; do
+    [ -f "$f" ] || continue
+    echo "slurm.sh: $(basename "$f"), last lines:"
+    tail -n 15 "$f"
+  done
+fi
 echo "slurm.sh: exit status $status"
 exit $status
