@@ -24,7 +24,9 @@
 //     checked) and fails any access through the registration whose pages
 //     have other frames since: a send or a write from it, a receive into
 //     it, a peer's write or read of it. Opt-in, as the kernel may move a
-//     page that nothing pins (compaction), which would look the same.
+//     page that nothing pins (compaction), which would look the same;
+//     check mode turns transparent huge pages off for the process, as
+//     khugepaged would move such pages all the time.
 // Completions of posts are made at post time (the copy is done by then).
 #include <dirent.h>
 #include <fcntl.h>
@@ -228,6 +230,11 @@ class fake_verbs_t final : public verbs_t
       return false;
     }
     check_ = mode == "check";
+    // A real registration pins its pages, and khugepaged leaves pinned
+    // pages alone; the fake pins nothing, so in check mode collapsing small
+    // pages into a huge one (the packet pool asks for huge pages) would
+    // change the frames of a registration still valid and look stale.
+    if (check_) prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
     // peers copy into this process's memory (process_vm_writev): allow it
     // where Yama restricts ptrace to ancestors
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
