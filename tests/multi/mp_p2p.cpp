@@ -310,11 +310,11 @@ void phase_big(size_t big, size_t flood)
       exchange_rmrs(lci::get_rmr(rmr_source), kRmrTag + 3);
   all_to_all_handshake(kPhaseTag + 2);
 
-  std::atomic<bool> stop{false};
+  std::atomic<bool> stop{false}, abandon{false};
   // the flood: 8-byte active messages to the next rank
   std::thread flooder([&] {
     unsigned char msg[8];
-    for (size_t i = 0; i < flood; ++i) {
+    for (size_t i = 0; i < flood && !abandon.load(); ++i) {
       fill(msg, 8, me, i);
       post([&] {
         return lci::post_am_x(to, msg, 8, lci::COMP_NULL_RETRY, rcomp).tag(i)();
@@ -325,6 +325,21 @@ void phase_big(size_t big, size_t flood)
   std::thread progresser([&] {
     while (!stop.load()) lci::progress();
   });
+  // an exception below reaches main's report only once both threads are
+  // joined (a joinable std::thread's destructor aborts the process)
+  struct Joiner {
+    std::atomic<bool>& abandon;
+    std::atomic<bool>& stop;
+    std::thread& a;
+    std::thread& b;
+    ~Joiner()
+    {
+      abandon = true;
+      stop = true;
+      if (a.joinable()) a.join();
+      if (b.joinable()) b.join();
+    }
+  } joiner{abandon, stop, flooder, progresser};
 
   // send/recv both ways
   lci::comp_t sync = lci::alloc_sync_x().threshold(2)();
