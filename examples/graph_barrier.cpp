@@ -97,9 +97,16 @@ int main(int argc, char** argv)
     std::vector<char> tokens;
     lci::comp_t graph = build_barrier(&tokens, 1000 + 64 * (it % 16));
     lci::graph_start(graph);
-    while (!lci::graph_test(graph).is_done()) {
+    lci::status_t done;
+    while ((done = lci::graph_test(graph)).is_retry()) {
       ++work;  // the computation this barrier overlaps
       lci::progress();
+    }
+    // a run ends with the first failure of its operations, if any
+    if (!done.is_done()) {
+      std::fprintf(stderr, "graph_barrier: rank %d: barrier %d failed: %s\n",
+                   rank, it, done.error.get_str());
+      return 1;
     }
     lci::free_comp(&graph);
     // past the barrier: every rank has entered it, so every rank's count

@@ -583,7 +583,7 @@ OPS = [
        doc="run the graph from its sources (again, after it completed)",
        cxx_only=["runtime"]),
     op("graph_test", "status_t", [pos("comp_t", "graph"), RT],
-       doc="done once every node completed, else retry",
+       doc="done once every node completed (the first error code when a node completed with a failure), else retry",
        cxx_only=["runtime"]),
     op("register_rcomp", "rcomp_t", [pos("comp_t", "comp"), RT,
                                      opt("rcomp_t", "rcomp", "RCOMP_NULL")],

@@ -95,8 +95,21 @@ struct graph_runner_t {
     // Once the count reaches zero the user may restart or free the graph:
     // touch nothing of it afterwards.
     comp_t comp = g->comp_;
-    if (g->remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1)
-      graph_impl_t::finish(comp, g);
+    uint64_t now;
+    if (s.error.errorcode >= errorcode_t::fatal) {
+      uint64_t old = g->remaining_.load(std::memory_order_relaxed);
+      do {
+        now = old - 1;
+        if ((old >> 32) == 0)
+          now |= static_cast<uint64_t>(static_cast<int>(s.error.errorcode) + 1)
+                 << 32;
+      } while (!g->remaining_.compare_exchange_weak(
+          old, now, std::memory_order_acq_rel, std::memory_order_relaxed));
+    } else {
+      now = g->remaining_.fetch_sub(1, std::memory_order_acq_rel) - 1;
+    }
+    if ((now & graph_impl_t::kCountMask) == 0)
+      graph_impl_t::finish(comp, g, graph_impl_t::outcome(now));
   }
 
   bool active_ = false;
@@ -133,7 +146,13 @@ graph_node_impl_t* graph_impl_t::node_of(graph_node_t node, const char* call)
 bool graph_impl_t::running() const
 {
   return ever_started_.load(std::memory_order_acquire) &&
-         remaining_.load(std::memory_order_acquire) != 0;
+         (remaining_.load(std::memory_order_acquire) & kCountMask) != 0;
+}
+
+errorcode_t graph_impl_t::outcome(uint64_t remaining)
+{
+  const uint64_t failure = remaining >> 32;
+  return failure ? static_cast<errorcode_t>(failure - 1) : errorcode_t::done;
 }
 
 graph_node_impl_t* graph_impl_t::add_node(graph_node_run_cb_t fn, void* value,
@@ -204,7 +223,7 @@ void graph_impl_t::start()
     ever_started_.store(true, std::memory_order_release);
   }
   if (nodes_.empty()) {
-    finish(comp_, this);
+    finish(comp_, this, errorcode_t::done);
     return;
   }
   graph_runner_t::get().run(&start_node_, status_t(errorcode_t::done), false);
@@ -213,10 +232,11 @@ void graph_impl_t::start()
 status_t graph_impl_t::test()
 {
   if (retry_head_.load(std::memory_order_acquire)) flush_retries();
-  if (!ever_started_.load(std::memory_order_acquire) ||
-      remaining_.load(std::memory_order_acquire) != 0)
+  if (!ever_started_.load(std::memory_order_acquire))
     return status_t(errorcode_t::retry);
-  return status_t(errorcode_t::done);
+  const uint64_t r = remaining_.load(std::memory_order_acquire);
+  if ((r & kCountMask) != 0) return status_t(errorcode_t::retry);
+  return status_t(outcome(r));
 }
 
 void graph_impl_t::signal(status_t status)
@@ -243,10 +263,10 @@ void graph_impl_t::complete(graph_node_impl_t* node, status_t status,
   graph_runner_t::get().run(node, status, false);
 }
 
-void graph_impl_t::finish(comp_t comp, graph_impl_t* graph)
+void graph_impl_t::finish(comp_t comp, graph_impl_t* graph, errorcode_t code)
 {
   if (comp.is_empty() || comp == COMP_NULL_RETRY) return;
-  status_t s(errorcode_t::done);
+  status_t s(code);
   s.user_context = static_cast<comp_impl_t*>(graph);
   comp.p_impl->signal(s);
 }

@@ -19,7 +19,12 @@
 // and decrements its successors, firing those that reach zero. When every
 // node completed, graph_test returns done (until the next graph_start) and
 // the completion object given to alloc_graph, if any, is signalled with
-// status done and user_context = the graph's comp_impl_t*.
+// status done and user_context = the graph's comp_impl_t*. A node that
+// completed with a failure (an error code from fatal on: a posted
+// operation toward a failed peer, or graph_node_mark_complete with such a
+// status) still counts as complete and still runs its edges, but the run
+// then ends with the first such error code instead of done, in graph_test
+// and in the signal, so a program that only waits on the graph sees it.
 //
 // Work is done on the thread that starts the graph, signals it or tests it,
 // through a per-thread work list (no recursion: long chains and nested
@@ -34,6 +39,7 @@
 #define LCI_COMP_GRAPH_HPP
 
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <vector>
 
@@ -87,7 +93,9 @@ class graph_impl_t final : public comp_impl_t
   friend struct graph_runner_t;
   bool running() const;
   // a run completed: signal comp (a copy of comp_: the graph may be gone)
-  static void finish(comp_t comp, graph_impl_t* graph);
+  static void finish(comp_t comp, graph_impl_t* graph, errorcode_t code);
+  // the run's outcome from a value of remaining_ whose count is 0
+  static errorcode_t outcome(uint64_t remaining);
   void push_retry(graph_node_impl_t* node);
   void flush_retries();
 
@@ -96,8 +104,13 @@ class graph_impl_t final : public comp_impl_t
   std::vector<graph_node_impl_t*> nodes_;
   std::vector<graph_node_impl_t*> sources_;  // no predecessor at all
   bool sources_dirty_ = false;
-  graph_node_impl_t start_node_;                  // GRAPH_START
-  alignas(64) std::atomic<size_t> remaining_{0};  // nodes left in this run
+  graph_node_impl_t start_node_;  // GRAPH_START
+  // Nodes left in this run (low 32 bits) and the run's first failure
+  // (errorcode_t + 1 above them, 0: none): one word, so that the thread
+  // completing the last node learns the failure from its own update,
+  // after which another thread may already restart or free the graph.
+  static constexpr uint64_t kCountMask = 0xffffffffu;
+  alignas(64) std::atomic<uint64_t> remaining_{0};
   std::atomic<bool> ever_started_{false};
   alignas(64) std::atomic<graph_node_impl_t*> retry_head_{nullptr};
 };

@@ -239,8 +239,9 @@ struct op_t {
 };
 
 // A completion with an error: retire() reports it by name, before it
-// would read the buffer as if the operation had succeeded. (A counter or
-// a graph says only that its operations ended: their errors are not seen.)
+// would read the buffer as if the operation had succeeded; a graph's run
+// ends with its first failure. (A counter says only that its operations
+// ended: their errors are not seen.)
 void note_status(op_t* op, const lci::status_t& s)
 {
   if (!s.is_done()) op->failure = s.error.get_str();
@@ -512,9 +513,13 @@ void poll(thread_ctx_t& c)
                   "size %zu, expected %zu", st.size, op->size);
           break;
         }
-        case c_graph:
-          complete = lci::graph_test(op->graph).is_done();
+        case c_graph: {
+          // a failed operation of the graph ends the run with its error
+          const lci::status_t st = lci::graph_test(op->graph);
+          complete = !st.is_retry();
+          if (complete) note_status(op, st);
           break;
+        }
         default:
           complete = op->fired.load() >= 1;
       }

@@ -673,6 +673,70 @@ TEST(Graph, WideGraphCompletedByManyThreads)
   lci::free_comp(&g);
 }
 
+// A node completed with a failure still completes (its successors run),
+// and the run ends with the failure's error code, in graph_test and in the
+// graph's completion object; a restart with no failure ends done again.
+// Nodes are completed by several threads at once, so the failing one may
+// be the last to complete or not.
+TEST(Graph, FailedNodeEndsTheRunWithItsError)
+{
+  const int width = 16;
+  const int runs = 200 / kScale;
+  std::atomic<long> clock{0};
+  node_rec_t sink;
+  sink.clock = &clock;
+  std::vector<posted_t> ps(width);
+  lci::comp_t sync = lci::alloc_sync();
+  lci::comp_t g = lci::alloc_graph_x().comp(sync)();
+  lci::graph_node_t ns = lci::graph_add_node_x(g, run_rec).value(&sink)();
+  std::vector<lci::graph_node_t> mids;
+  for (int i = 0; i < width; ++i) {
+    mids.push_back(lci::graph_add_node_x(g, run_posted).value(&ps[i])());
+    lci::graph_add_edge(g, mids.back(), ns);
+  }
+  for (int run = 1; run <= runs; ++run) {
+    // every third run has no failure; else one node fails, or two with
+    // different codes (either may be first)
+    const int fail1 = run % 3 == 0 ? -1 : run % width;
+    const int fail2 = run % 3 == 2 ? (run * 7 + 3) % width : -1;
+    lci::graph_start(g);
+    run_threads(kThreads, [&](int t) {
+      for (int i = t; i < width; i += kThreads) {
+        while (ps[i].fired.load() < run) std::this_thread::yield();
+        lci::status_t s(lci::errorcode_t::done);
+        if (i == fail1) s = lci::status_t(lci::errorcode_t::fatal_peer_failure);
+        if (i == fail2 && i != fail1)
+          s = lci::status_t(lci::errorcode_t::fatal);
+        if (i % 2) {
+          lci::graph_node_mark_complete_x(mids[i]).status(s)();
+        } else {
+          s.user_context = mids[i];
+          lci::comp_signal(g, s);
+        }
+      }
+    });
+    lci::status_t via_comp;
+    lci::sync_wait_x(sync, &via_comp).do_progress(false)();
+    const lci::status_t tested = lci::graph_test(g);
+    ASSERT_EQ(sink.runs.load(), run) << "the sink runs after a failure too";
+    ASSERT_EQ(via_comp.user_context, static_cast<void*>(g.get_impl()));
+    ASSERT_EQ(tested.error.errorcode, via_comp.error.errorcode);
+    if (fail1 < 0) {
+      ASSERT_TRUE(tested.is_done()) << "run " << run;
+    } else if (fail2 < 0 || fail2 == fail1) {
+      ASSERT_EQ(tested.error.errorcode, lci::errorcode_t::fatal_peer_failure)
+          << "run " << run;
+    } else {
+      ASSERT_TRUE(tested.error.errorcode ==
+                      lci::errorcode_t::fatal_peer_failure ||
+                  tested.error.errorcode == lci::errorcode_t::fatal)
+          << "run " << run << ": " << tested.error.get_str();
+    }
+  }
+  lci::free_comp(&g);
+  lci::free_comp(&sync);
+}
+
 // retry: fired again by graph_test until it returns done.
 struct retry_t {
   int left;
