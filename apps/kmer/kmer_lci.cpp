@@ -40,7 +40,7 @@ constexpr lci::tag_t kDataTag = 1;
 constexpr lci::tag_t kDoneTag = 2;
 // empty polls at the end of a pass before a thread yields its core
 constexpr int kIdlePolls = 64;
-// bytes of k-mers in a batch handed to another thread of the rank
+// bytes of a batch handed to another thread of the rank
 constexpr size_t kBatchBytes = 16 << 10;
 
 void sum_u64(const void* left, const void* right, void* dst, size_t n)
@@ -69,7 +69,9 @@ void min_u64(const void* left, const void* right, void* dst, size_t n)
   std::_Exit(1);
 }
 
-// Batches of k-mers (wire format) handed to one thread by the others.
+// Batches handed to one thread by the others: in pass 1 the k-mers'
+// hashes (all the Bloom filter needs), in pass 2 the k-mers to count and
+// their hashes (three words each).
 struct alignas(64) inbox_t {
   std::mutex mutex;
   std::vector<std::pair<uint8_t*, size_t>> batches;
@@ -78,8 +80,7 @@ struct alignas(64) inbox_t {
 struct app_t {
   options_t opt;
   int rank = 0, nranks = 1, bpk = 8;
-  size_t cap = 0;        // bytes of k-mers in one aggregation buffer
-  size_t batch_cap = 0;  // bytes of k-mers in one batch between threads
+  size_t cap = 0;  // bytes of k-mers in one aggregation buffer
   lci::comp_t rcq, shandler;
   lci::rcomp_t rcomp;
   std::vector<lci::device_t> devices;
@@ -146,7 +147,7 @@ class worker_t
     lbuf_.assign(nt, nullptr);
     lfill_.assign(nt, 0);
     for (int t = 0; t < nt; ++t)
-      if (t != tid_) lbuf_[t] = static_cast<uint8_t*>(alloc(a_.batch_cap));
+      if (t != tid_) lbuf_[t] = static_cast<uint8_t*>(alloc(kBatchBytes));
     const bool report = a_.rank == 0 && tid_ == 0;
     const size_t nchunks = a_.seqs.size();
     size_t c;
@@ -209,17 +210,36 @@ class worker_t
   }
 
   // A k-mer of this rank: inserted if this thread owns it, else added to
-  // the batch for its owner thread.
-  void own(u128 v, uint64_t h)
+  // the batch for its owner thread. Inlined: it runs for every k-mer.
+  [[gnu::always_inline]] void own(u128 v, uint64_t h)
   {
     int t = owner_thread(h, a_.rank, a_.nranks, a_.opt.threads);
-    if (t == tid_) {
-      owner_.insert(a_.pass, v, h, &fresh_);
+    if (a_.pass == 1) {
+      if (t == tid_)
+        fresh_ += owner_.insert_bloom(h);
+      else
+        add_entry(t, &h, sizeof(h));
       return;
     }
-    put_kmer(lbuf_[t] + lfill_[t], v, a_.bpk);
-    lfill_[t] += a_.bpk;
-    if (lfill_[t] + a_.bpk > a_.batch_cap) hand_over(t);
+    // In pass 2 the Bloom filters are read-only (pass 1's threads were
+    // joined), so the owner's second layer is asked here and only the
+    // k-mers to count travel.
+    const owner_t& o = *a_.owners[t];
+    if (o.use_bloom && !o.layer2.contains(h)) return;
+    if (t == tid_) {
+      owner_.table.add(v, h);
+      return;
+    }
+    const uint64_t e[3] = {static_cast<uint64_t>(v),
+                           static_cast<uint64_t>(v >> 64), h};
+    add_entry(t, e, sizeof(e));
+  }
+
+  [[gnu::always_inline]] void add_entry(int t, const void* e, size_t size)
+  {
+    std::memcpy(lbuf_[t] + lfill_[t], e, size);
+    lfill_[t] += size;
+    if (lfill_[t] + size > kBatchBytes) hand_over(t);
   }
 
   void hand_over(int t)
@@ -230,7 +250,7 @@ class worker_t
       std::lock_guard<std::mutex> g(in.mutex);
       in.batches.emplace_back(lbuf_[t], lfill_[t]);
     }
-    lbuf_[t] = static_cast<uint8_t*>(alloc(a_.batch_cap));
+    lbuf_[t] = static_cast<uint8_t*>(alloc(kBatchBytes));
     lfill_[t] = 0;
   }
 
@@ -244,7 +264,19 @@ class worker_t
       taken_.swap(in.batches);
     }
     for (auto& b : taken_) {
-      fresh_ += owner_.process(a_.pass, b.first, b.second / a_.bpk, a_.bpk);
+      if (a_.pass == 1) {
+        for (size_t i = 0; i < b.second; i += sizeof(uint64_t)) {
+          uint64_t h;
+          std::memcpy(&h, b.first + i, sizeof(h));
+          fresh_ += owner_.insert_bloom(h);
+        }
+      } else {
+        for (size_t i = 0; i < b.second; i += 3 * sizeof(uint64_t)) {
+          uint64_t e[3];
+          std::memcpy(e, b.first + i, sizeof(e));
+          owner_.table.add((u128(e[1]) << 64) | e[0], e[2]);
+        }
+      }
       std::free(b.first);
     }
     int got = static_cast<int>(taken_.size());
@@ -541,7 +573,6 @@ int main(int argc, char** argv)
   try {
     a.bpk = wire_bytes(a.opt.k);
     a.cap = a.opt.agg_bytes / a.bpk * a.bpk;
-    a.batch_cap = kBatchBytes / a.bpk * a.bpk;
     a.inboxes.reset(new inbox_t[a.opt.threads]);
     a.sent_to.reset(new std::atomic<uint64_t>[a.nranks]);
     a.shandler = lci::alloc_handler(send_done);
