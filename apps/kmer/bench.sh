@@ -74,6 +74,7 @@ lcrun=$build/tools/lcrun/lcrun
 kmer_base=""
 if [ -n "$base" ]; then
   [ "$hosts" = 0 ] || { echo "bench.sh: --base runs on one host" >&2; exit 2; }
+  [ -d "$base" ] || { echo "bench.sh: --base $base: no such directory" >&2; exit 2; }
   kmer_base=$(cd "$base" && pwd)/apps/kmer/kmer
 fi
 for f in "$kmer" "$kmer_mpi" "$lcrun" $kmer_base; do
