@@ -344,7 +344,14 @@ class worker_t
     const size_t nk = s.size / a_.bpk;
     for (size_t i = 0; i < nk; ++i) {
       u128 v = get_kmer(p + i * a_.bpk, a_.bpk);
-      own(v, hash_kmer(v));
+      uint64_t h = hash_kmer(v);
+      // own() indexes this rank's threads by the hash: a k-mer of another
+      // rank would index past them
+      if (owner_of(h, a_.nranks) != a_.rank)
+        die(a_.rank, "received a k-mer of rank " +
+                         std::to_string(owner_of(h, a_.nranks)) +
+                         " from rank " + std::to_string(s.rank));
+      own(v, h);
     }
     // an active message's buffer goes back to the runtime's allocator
     lci::get_allocator()->deallocate(p);
