@@ -9,8 +9,17 @@
 # Every run's histogram must equal the others' of its k.
 #
 #   apps/kmer/bench.sh [--build DIR] [--reps N] [--out DIR] [--mpi NAME]
-#                      [--hosts] [--smoke]
+#                      [--base DIR] [--configs LIST] [--ks LIST]
+#                      [--aggs LIST] [--hosts] [--smoke]
 #     --build DIR  build tree (default build/release, else build/debug)
+#     --base DIR   another build tree (say, of the main branch) whose kmer
+#                  runs too, alternated with the rest, as base_2x1 and
+#                  base_1x2: an A/B of a change against the same MPI runs
+#     --configs L  the configurations to run, among lci_2x1, lci_1x2,
+#                  base_2x1, base_1x2 and mpi_2 (default: all those built;
+#                  the MPI reference always runs, last, for the ratios)
+#     --ks L       k values (default "31 51")
+#     --aggs L     aggregation sizes (default "1K 8K 64K")
 #     --reps N     repetitions (default 5)
 #     --out DIR    CSV, histograms and the summary (default
 #                  /tmp/kmer-bench.<pid>)
@@ -35,6 +44,10 @@ out=/tmp/kmer-bench.$$
 mpi=mpich
 smoke=0
 hosts=0
+base=""
+configs=""
+ks="31 51"
+aggs="1K 8K 64K"
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -43,6 +56,10 @@ while [ $# -gt 0 ]; do
     --mpi) mpi=$2; shift 2 ;;
     --smoke) smoke=1; shift ;;
     --hosts) hosts=1; shift ;;
+    --base) base=$2; shift 2 ;;
+    --configs) configs=$2; shift 2 ;;
+    --ks) ks=$2; shift 2 ;;
+    --aggs) aggs=$2; shift 2 ;;
     *) echo "bench.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -54,7 +71,13 @@ build=$(cd "$build" && pwd)  # the hosts' remote shells start elsewhere
 kmer=$build/apps/kmer/kmer
 kmer_mpi=$build/apps/kmer/kmer_mpi_$mpi
 lcrun=$build/tools/lcrun/lcrun
-for f in "$kmer" "$kmer_mpi" "$lcrun"; do
+kmer_base=""
+if [ -n "$base" ]; then
+  [ "$hosts" = 0 ] || { echo "bench.sh: --base runs on one host" >&2; exit 2; }
+  [ -d "$base" ] || { echo "bench.sh: --base $base: no such directory" >&2; exit 2; }
+  kmer_base=$(cd "$base" && pwd)/apps/kmer/kmer
+fi
+for f in "$kmer" "$kmer_mpi" "$lcrun" $kmer_base; do
   [ -x "$f" ] || { echo "bench.sh: $f is not built" >&2; exit 1; }
 done
 if [ "$hosts" = 1 ]; then
@@ -85,7 +108,6 @@ if [ "$smoke" = 1 ]; then
 else
   data=/usr/share/doc/seqprep/examples/data
   inputs="$data/multiplex_bad_contam_1.fq.gz $data/multiplex_bad_contam_2.fq.gz"
-  ks="31 51" aggs="1K 8K 64K"
 fi
 for f in $inputs; do
   [ -f "$f" ] || {
@@ -104,6 +126,8 @@ run() {
   case $config in
     lci_2x1) set -- "$lcrun" -n 2 --timeout 900 "$kmer" -t 1 ;;
     lci_1x2) set -- "$lcrun" -n 1 --timeout 900 "$kmer" -t 2 ;;
+    base_2x1) set -- "$lcrun" -n 2 --timeout 900 "$kmer_base" -t 1 ;;
+    base_1x2) set -- "$lcrun" -n 1 --timeout 900 "$kmer_base" -t 2 ;;
     mpi_2) set -- $mpirun -n 2 "$kmer_mpi" ;;
     lci_hosts_1t) set -- $hydra "$kmer" -t 1 ;;
     lci_hosts_2t) set -- $hydra "$kmer" -t 2 ;;
@@ -132,8 +156,23 @@ run() {
 }
 
 # the MPI reference last: the ratios are to it
-configs="lci_2x1 lci_1x2 mpi_2"
-[ "$hosts" = 1 ] && configs="lci_hosts_1t lci_hosts_2t mpi_hosts"
+if [ "$hosts" = 1 ]; then
+  configs="lci_hosts_1t lci_hosts_2t mpi_hosts"
+else
+  [ -n "$configs" ] || configs="lci_2x1 lci_1x2${base:+ base_2x1 base_1x2}"
+  picked=""
+  for c in $configs; do
+    case $c in
+      lci_2x1 | lci_1x2) ;;
+      base_2x1 | base_1x2)
+        [ -n "$base" ] || { echo "bench.sh: $c needs --base" >&2; exit 2; } ;;
+      mpi_2) continue ;;
+      *) echo "bench.sh: unknown configuration '$c'" >&2; exit 2 ;;
+    esac
+    picked="$picked $c"
+  done
+  configs="${picked# } mpi_2"
+fi
 i=0
 while [ "$i" -lt "$reps" ]; do
   i=$((i + 1))
@@ -163,12 +202,17 @@ for r in rows:
         r["config"], []).append(float(r["total"]))
 print("median time to solution (s) over %d runs; ratio = ours / MPI"
       % max(len(v) for p in points.values() for v in p.values()))
+# a change against its base (--base): lci_X / base_X
+ab = [(c, "base_" + c[4:]) for c in configs
+      if c.startswith("lci_") and "base_" + c[4:] in configs]
 print("%3s %5s" % ("k", "agg") + "".join(" %12s" % c for c in configs) +
-      "".join(" %16s" % (c + "/mpi") for c in configs[:-1]))
+      "".join(" %16s" % (c + "/mpi") for c in configs[:-1]) +
+      "".join(" %18s" % (a + "/" + b[:4]) for a, b in ab))
 for (k, agg), p in sorted(points.items()):
     m = {c: statistics.median(v) for c, v in p.items()}
     print("%3d %5s" % (k, agg) + "".join(" %12.3f" % m[c] for c in configs) +
-          "".join(" %16.2f" % (m[c] / m[ref]) for c in configs[:-1]))
+          "".join(" %16.2f" % (m[c] / m[ref]) for c in configs[:-1]) +
+          "".join(" %18.2f" % (m[a] / m[b]) for a, b in ab))
 EOF
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
   /usr/bin/python3 "$here/plot_bench.py" "$csv" "$out/kmer.png" $configs

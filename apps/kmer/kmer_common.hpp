@@ -140,45 +140,29 @@ inline void for_each_kmer(const std::string& seq, int k, F&& f)
   }
 }
 
-// ---- concurrent structures at the owner ---------------------------------
+// ---- structures at the owner --------------------------------------------
 
-inline void cpu_relax()
+// The owner of a k-mer: one rank, and within it one thread, so that only
+// that thread ever touches the k-mer's Bloom filter words and table slot
+// and the structures need no atomics or locks. The slot is the high half
+// of the hash scaled to [0, nranks * nthreads); its rank is slot /
+// nthreads, which is owner_of(h, nranks) whatever nthreads is, so the
+// ranks' shares do not depend on the thread count.
+inline int owner_thread(uint64_t h, int rank, int nranks, int nthreads)
 {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
+  return owner_of(h, nranks * nthreads) - rank * nthreads;
 }
 
-class spinlock_t
-{
- public:
-  void lock()
-  {
-    while (flag_.exchange(true, std::memory_order_acquire))
-      while (flag_.load(std::memory_order_relaxed)) cpu_relax();
-  }
-  void unlock() { flag_.store(false, std::memory_order_release); }
-
- private:
-  std::atomic<bool> flag_{false};
-};
-
-// A Bloom filter whose bits for one key all lie in one 64-bit word, so
-// that inserting is one fetch_or: of two concurrent insertions of the same
-// key, exactly one sees the key absent. That is what keeps counts >= 2
-// exact under threads (a k-mer is never "new" twice). Without `concurrent`
-// (one thread inserts) a plain load and store do.
+// A Bloom filter whose bits for one key all lie in one 64-bit word (one
+// cache line touched per insertion). One thread inserts.
 class bloom_t
 {
  public:
-  void init(uint64_t nbits, uint64_t seed, bool concurrent)
+  void init(uint64_t nbits, uint64_t seed)
   {
-    concurrent_ = concurrent;
     uint64_t words = 64;
     while (words * 64 < nbits) words *= 2;
-    words_.reset(new std::atomic<uint64_t>[words]);
-    for (uint64_t i = 0; i < words; ++i)
-      words_[i].store(0, std::memory_order_relaxed);
+    words_.assign(words, 0);
     shift_ = 64 - __builtin_ctzll(words);
     seed_ = seed;
   }
@@ -186,23 +170,17 @@ class bloom_t
   bool insert(uint64_t h)
   {
     uint64_t x = mix64(h ^ seed_);
-    std::atomic<uint64_t>& w = words_[x >> shift_];
+    uint64_t& w = words_[x >> shift_];
     uint64_t bits = bits_of(x);
-    uint64_t old;
-    if (concurrent_) {
-      if ((w.load(std::memory_order_relaxed) & bits) == bits) return true;
-      old = w.fetch_or(bits, std::memory_order_relaxed);
-    } else {
-      old = w.load(std::memory_order_relaxed);
-      w.store(old | bits, std::memory_order_relaxed);
-    }
+    uint64_t old = w;
+    w = old | bits;
     return (old & bits) == bits;
   }
   bool contains(uint64_t h) const
   {
     uint64_t x = mix64(h ^ seed_);
     uint64_t bits = bits_of(x);
-    return (words_[x >> shift_].load(std::memory_order_relaxed) & bits) == bits;
+    return (words_[x >> shift_] & bits) == bits;
   }
 
  private:
@@ -211,14 +189,13 @@ class bloom_t
     return (1ULL << (x & 63)) | (1ULL << ((x >> 6) & 63)) |
            (1ULL << ((x >> 12) & 63));
   }
-  std::unique_ptr<std::atomic<uint64_t>[]> words_;
+  std::vector<uint64_t> words_;
   int shift_ = 58;
   uint64_t seed_ = 0;
-  bool concurrent_ = true;
 };
 
-// Counting hash table: shards of open addressing (linear probing), each
-// behind its own lock when `concurrent`; a count of 0 marks an empty slot.
+// Counting hash table: shards of open addressing (linear probing); a count
+// of 0 marks an empty slot. One thread adds.
 class count_table_t
 {
  public:
@@ -231,12 +208,10 @@ class count_table_t
       : shift_(nshards_log2), shards_(size_t(1) << nshards_log2)
   {
   }
-  void set_concurrent(bool c) { concurrent_ = c; }
 
   void add(u128 key, uint64_t h, uint64_t n = 1)
   {
     shard_t& s = shards_[h & (shards_.size() - 1)];
-    if (concurrent_) s.lock.lock();
     if ((s.used + 1) * 10 > s.slots.size() * 7) grow(s);
     uint64_t lo = static_cast<uint64_t>(key);
     uint64_t hi = static_cast<uint64_t>(key >> 64);
@@ -246,17 +221,16 @@ class count_table_t
       if (e.count == 0) {
         e = entry_t{lo, hi, n};
         ++s.used;
-        break;
+        return;
       }
       if (e.lo == lo && e.hi == hi) {
         e.count += n;
-        break;
+        return;
       }
     }
-    if (concurrent_) s.lock.unlock();
   }
 
-  // f(key, count) for every entry; not concurrent with add.
+  // f(key, count) for every entry.
   template <typename F>
   void for_each(F&& f) const
   {
@@ -273,8 +247,7 @@ class count_table_t
   }
 
  private:
-  struct alignas(64) shard_t {
-    spinlock_t lock;
+  struct shard_t {
     std::vector<entry_t> slots;
     size_t used = 0;
   };
@@ -296,25 +269,22 @@ class count_table_t
 
   int shift_;
   std::vector<shard_t> shards_;
-  bool concurrent_ = true;
 };
 
-// The owner's side of both passes, used on every batch of k-mers it
-// receives and on its own k-mers; `concurrent` when several threads of the
-// process insert.
+// The owner's side of both passes for the k-mers one thread owns, used on
+// its own k-mers and on every batch of k-mers it receives.
 struct owner_t {
   bloom_t layer1, layer2;
   count_table_t table;
   bool use_bloom = true;
 
-  void init(bool bloom, uint64_t bloom_bits, bool concurrent)
+  void init(bool bloom, uint64_t bloom_bits)
   {
     use_bloom = bloom;
     if (bloom) {
-      layer1.init(bloom_bits, 0x1f2e3d4c5b6a7988ULL, concurrent);
-      layer2.init(bloom_bits / 2, 0x8a7b6c5d4e3f2011ULL, concurrent);
+      layer1.init(bloom_bits, 0x1f2e3d4c5b6a7988ULL);
+      layer2.init(bloom_bits / 2, 0x8a7b6c5d4e3f2011ULL);
     }
-    table.set_concurrent(concurrent);
   }
 
   // pass 1: returns true if the k-mer was new to the first layer
@@ -330,6 +300,13 @@ struct owner_t {
   {
     if (!use_bloom || layer2.contains(h)) table.add(v, h);
   }
+  void insert(int pass, u128 v, uint64_t h, uint64_t* fresh)
+  {
+    if (pass == 1)
+      *fresh += insert_bloom(h);
+    else
+      insert_count(v, h);
+  }
   // A batch as it travels: n k-mers of `bytes` bytes each. Returns the
   // number of k-mers new to the first layer (pass 1).
   uint64_t process(int pass, const uint8_t* p, size_t n, int bytes)
@@ -337,11 +314,7 @@ struct owner_t {
     uint64_t fresh = 0;
     for (size_t i = 0; i < n; ++i, p += bytes) {
       u128 v = get_kmer(p, bytes);
-      uint64_t h = hash_kmer(v);
-      if (pass == 1)
-        fresh += insert_bloom(h);
-      else
-        insert_count(v, h);
+      insert(pass, v, hash_kmer(v), &fresh);
     }
     return fresh;
   }

@@ -2,9 +2,13 @@
 // its share of the reads, aggregates the k-mers per owner rank and sends
 // each full buffer as an active message; every thread also makes progress
 // on its own device and serves the incoming buffers from the shared
-// completion queue, inserting their k-mers into the owner's Bloom filter
-// (pass 1) or counting table (pass 2). The algorithm and the options are
-// those of kmer_common.hpp; kmer_mpi.cpp is the MPI reference.
+// completion queue. Within a rank every k-mer has one owner thread (a
+// hash, as the owner rank), which alone inserts it into its own Bloom
+// filter (pass 1) or counting table (pass 2), with plain loads and stores;
+// a thread that meets a k-mer of another thread of its rank (its own
+// reads' or an incoming buffer's) hands it over in a batch through that
+// thread's inbox. The algorithm and the options are those of
+// kmer_common.hpp; kmer_mpi.cpp is the MPI reference.
 //
 //   lcrun -n 2 ./kmer -k 31 -t 2 --histo reads.histo reads.fq.gz
 //
@@ -12,7 +16,9 @@
 // it tells every other rank how many data messages it sent there (a "done"
 // message); a rank's threads keep serving until every rank's done message
 // arrived and that many data messages were processed, and until their own
-// sends completed. A barrier then separates the passes.
+// sends completed; then, once every thread of the rank got that far and
+// handed over its last batches, until their inboxes are empty. A barrier
+// then separates the passes.
 #include <atomic>
 #include <cinttypes>
 #include <cstdio>
@@ -34,6 +40,8 @@ constexpr lci::tag_t kDataTag = 1;
 constexpr lci::tag_t kDoneTag = 2;
 // empty polls at the end of a pass before a thread yields its core
 constexpr int kIdlePolls = 64;
+// bytes of a batch handed to another thread of the rank
+constexpr size_t kBatchBytes = 16 << 10;
 
 void sum_u64(const void* left, const void* right, void* dst, size_t n)
 {
@@ -61,6 +69,14 @@ void min_u64(const void* left, const void* right, void* dst, size_t n)
   std::_Exit(1);
 }
 
+// Batches handed to one thread by the others: in pass 1 the k-mers'
+// hashes (all the Bloom filter needs), in pass 2 the k-mers to count and
+// their hashes (three words each).
+struct alignas(64) inbox_t {
+  std::mutex mutex;
+  std::vector<std::pair<uint8_t*, size_t>> batches;
+};
+
 struct app_t {
   options_t opt;
   int rank = 0, nranks = 1, bpk = 8;
@@ -68,7 +84,8 @@ struct app_t {
   lci::comp_t rcq, shandler;
   lci::rcomp_t rcomp;
   std::vector<lci::device_t> devices;
-  owner_t owner;
+  std::vector<std::unique_ptr<owner_t>> owners;  // one per thread
+  std::unique_ptr<inbox_t[]> inboxes;            // one per thread
   progress_t progress;
 
   // read phase
@@ -85,6 +102,7 @@ struct app_t {
   std::unique_ptr<std::atomic<uint64_t>[]> sent_to;
   std::atomic<uint64_t> expected{0}, processed{0};
   std::atomic<int> dones{0};
+  std::atomic<int> settled{0};  // threads that handed over their last batch
   std::atomic<uint64_t> fresh{0};
 
   void start_pass(int p)
@@ -96,6 +114,7 @@ struct app_t {
     expected = 0;
     processed = 0;
     dones = 0;
+    settled = 0;
   }
 };
 
@@ -111,7 +130,10 @@ void send_done(lci::status_t s)
 class worker_t
 {
  public:
-  worker_t(app_t& a, int tid) : a_(a), tid_(tid), dev_(a.devices[tid]) {}
+  worker_t(app_t& a, int tid)
+      : a_(a), tid_(tid), dev_(a.devices[tid]), owner_(*a.owners[tid])
+  {
+  }
 
   void run()
   {
@@ -121,6 +143,11 @@ class worker_t
     sent_.assign(n, 0);
     for (int r = 0; r < n; ++r)
       if (r != a_.rank) buf_[r] = static_cast<uint8_t*>(alloc(a_.cap));
+    const int nt = a_.opt.threads;
+    lbuf_.assign(nt, nullptr);
+    lfill_.assign(nt, 0);
+    for (int t = 0; t < nt; ++t)
+      if (t != tid_) lbuf_[t] = static_cast<uint8_t*>(alloc(kBatchBytes));
     const bool report = a_.rank == 0 && tid_ == 0;
     const size_t nchunks = a_.seqs.size();
     size_t c;
@@ -147,12 +174,21 @@ class worker_t
     while (a_.dones.load() != n - 1 ||
            a_.processed.load() != a_.expected.load() ||
            outstanding_.load(std::memory_order_acquire) != 0) {
-      if (serve(16) != 0)
-        idle = 0;
-      else if (++idle >= kIdlePolls)
-        std::this_thread::yield();
+      wait_step(serve(16), &idle);
+    }
+    // Every incoming buffer is now handled, but the other threads may
+    // still hold batches of this thread's k-mers: hand over ours, then
+    // serve the inbox until every thread has handed over its last batch.
+    for (int t = 0; t < nt; ++t) hand_over(t);
+    a_.settled.fetch_add(1, std::memory_order_release);
+    for (;;) {
+      const bool all = a_.settled.load(std::memory_order_acquire) == nt;
+      int got = serve(16);
+      if (all && got == 0) break;
+      wait_step(got, &idle);
     }
     for (int r = 0; r < n; ++r) std::free(buf_[r]);
+    for (int t = 0; t < nt; ++t) std::free(lbuf_[t]);
     a_.fresh += fresh_;
   }
 
@@ -164,15 +200,96 @@ class worker_t
     return p;
   }
 
+  // Waiting: a thread that finds nothing for a while gives its core away.
+  static void wait_step(int handled, int* idle)
+  {
+    if (handled != 0)
+      *idle = 0;
+    else if (++*idle >= kIdlePolls)
+      std::this_thread::yield();
+  }
+
+  // A k-mer of this rank: inserted if this thread owns it, else added to
+  // the batch for its owner thread. Inlined: it runs for every k-mer.
+  [[gnu::always_inline]] void own(u128 v, uint64_t h)
+  {
+    int t = owner_thread(h, a_.rank, a_.nranks, a_.opt.threads);
+    if (a_.pass == 1) {
+      if (t == tid_)
+        fresh_ += owner_.insert_bloom(h);
+      else
+        add_entry(t, &h, sizeof(h));
+      return;
+    }
+    // In pass 2 the Bloom filters are read-only (pass 1's threads were
+    // joined), so the owner's second layer is asked here and only the
+    // k-mers to count travel.
+    const owner_t& o = *a_.owners[t];
+    if (o.use_bloom && !o.layer2.contains(h)) return;
+    if (t == tid_) {
+      owner_.table.add(v, h);
+      return;
+    }
+    const uint64_t e[3] = {static_cast<uint64_t>(v),
+                           static_cast<uint64_t>(v >> 64), h};
+    add_entry(t, e, sizeof(e));
+  }
+
+  [[gnu::always_inline]] void add_entry(int t, const void* e, size_t size)
+  {
+    std::memcpy(lbuf_[t] + lfill_[t], e, size);
+    lfill_[t] += size;
+    if (lfill_[t] + size > kBatchBytes) hand_over(t);
+  }
+
+  void hand_over(int t)
+  {
+    if (lfill_[t] == 0) return;
+    inbox_t& in = a_.inboxes[t];
+    {
+      std::lock_guard<std::mutex> g(in.mutex);
+      in.batches.emplace_back(lbuf_[t], lfill_[t]);
+    }
+    lbuf_[t] = static_cast<uint8_t*>(alloc(kBatchBytes));
+    lfill_[t] = 0;
+  }
+
+  // Inserts the batches other threads handed over; returns how many.
+  int drain_inbox()
+  {
+    inbox_t& in = a_.inboxes[tid_];
+    {
+      std::lock_guard<std::mutex> g(in.mutex);
+      if (in.batches.empty()) return 0;
+      taken_.swap(in.batches);
+    }
+    for (auto& b : taken_) {
+      if (a_.pass == 1) {
+        for (size_t i = 0; i < b.second; i += sizeof(uint64_t)) {
+          uint64_t h;
+          std::memcpy(&h, b.first + i, sizeof(h));
+          fresh_ += owner_.insert_bloom(h);
+        }
+      } else {
+        for (size_t i = 0; i < b.second; i += 3 * sizeof(uint64_t)) {
+          uint64_t e[3];
+          std::memcpy(e, b.first + i, sizeof(e));
+          owner_.table.add((u128(e[1]) << 64) | e[0], e[2]);
+        }
+      }
+      std::free(b.first);
+    }
+    int got = static_cast<int>(taken_.size());
+    taken_.clear();
+    return got;
+  }
+
   void route(u128 v)
   {
     uint64_t h = hash_kmer(v);
     int o = owner_of(h, a_.nranks);
     if (o == a_.rank) {
-      if (a_.pass == 1)
-        fresh_ += a_.owner.insert_bloom(h);
-      else
-        a_.owner.insert_count(v, h);
+      own(v, h);
       return;
     }
     put_kmer(buf_[o] + fill_[o], v, a_.bpk);
@@ -224,7 +341,18 @@ class worker_t
       die(a_.rank, "unexpected message of " + std::to_string(s.size) +
                        " bytes with tag " + std::to_string(s.tag) +
                        " from rank " + std::to_string(s.rank));
-    fresh_ += a_.owner.process(a_.pass, p, s.size / a_.bpk, a_.bpk);
+    const size_t nk = s.size / a_.bpk;
+    for (size_t i = 0; i < nk; ++i) {
+      u128 v = get_kmer(p + i * a_.bpk, a_.bpk);
+      uint64_t h = hash_kmer(v);
+      // own() indexes this rank's threads by the hash: a k-mer of another
+      // rank would index past them
+      if (owner_of(h, a_.nranks) != a_.rank)
+        die(a_.rank, "received a k-mer of rank " +
+                         std::to_string(owner_of(h, a_.nranks)) +
+                         " from rank " + std::to_string(s.rank));
+      own(v, h);
+    }
     // an active message's buffer goes back to the runtime's allocator
     lci::get_allocator()->deallocate(p);
     a_.processed.fetch_add(1);
@@ -237,7 +365,8 @@ class worker_t
   // the socket did not take at once), and that peer stays in the barrier
   // until someone here progresses it, while this rank's workers wait for
   // the peer's data.
-  // Returns the number of buffers handled.
+  // Then it inserts the batches in its inbox. Returns the number of
+  // buffers and batches handled.
   int serve(int max)
   {
     lci::error_t e = lci::progress_x().device(dev_)();
@@ -249,14 +378,18 @@ class worker_t
       if (!s.is_done()) break;
       handle(s);
     }
-    return i;
+    return i + drain_inbox();
   }
 
   app_t& a_;
   int tid_;
   lci::device_t dev_;
-  std::vector<uint8_t*> buf_;
+  owner_t& owner_;
+  std::vector<uint8_t*> buf_;  // aggregation buffer per rank
   std::vector<size_t> fill_;
+  std::vector<uint8_t*> lbuf_;  // batch per thread of this rank
+  std::vector<size_t> lfill_;
+  std::vector<std::pair<uint8_t*, size_t>> taken_;  // from the inbox
   std::vector<uint64_t> sent_;
   std::atomic<int64_t> outstanding_{0};
   uint64_t fresh_ = 0;
@@ -322,9 +455,11 @@ void write_output(app_t& a, uint64_t lowest)
   // the ranks append their k-mers in turn
   for (int r = 0; r < a.nranks; ++r) {
     if (r == a.rank) {
-      std::string err = write_kmers(a.opt.output_path, r == 0, a.owner.table,
-                                    a.opt.k, lowest);
-      if (!err.empty()) die(a.rank, err);
+      for (size_t t = 0; t < a.owners.size(); ++t) {
+        std::string err = write_kmers(a.opt.output_path, r == 0 && t == 0,
+                                      a.owners[t]->table, a.opt.k, lowest);
+        if (!err.empty()) die(a.rank, err);
+      }
     }
     lci::barrier();
   }
@@ -361,10 +496,13 @@ int run(app_t& a)
   lci::allreduce(stats, stats, 3, sizeof(uint64_t), sum_u64);
   lap("read");
 
-  // one thread per process needs no atomics or locks at the owner
-  a.owner.init(a.opt.bloom,
-               uint64_t(a.opt.bloom_bits * stats[2] / a.nranks) + 1,
-               a.opt.threads > 1);
+  // each thread owns 1/threads of the rank's k-mers
+  for (int t = 0; t < a.opt.threads; ++t) {
+    a.owners.emplace_back(new owner_t);
+    a.owners.back()->init(
+        a.opt.bloom,
+        uint64_t(a.opt.bloom_bits * stats[2] / a.nranks / a.opt.threads) + 1);
+  }
   if (a.opt.bloom) {
     count_pass(a, 1);
     lap("bloom");
@@ -375,11 +513,12 @@ int run(app_t& a)
   const uint64_t lowest = a.opt.bloom ? 2 : 1;
   std::vector<uint64_t> all(a.opt.max_count + 3, 0);  // fresh, distinct, hist
   all[0] = a.fresh.load();
-  a.owner.table.for_each([&](u128, uint64_t c) {
-    if (c < lowest) return;
-    ++all[1];
-    ++all[2 + (c < a.opt.max_count ? c : a.opt.max_count)];
-  });
+  for (auto& o : a.owners)
+    o->table.for_each([&](u128, uint64_t c) {
+      if (c < lowest) return;
+      ++all[1];
+      ++all[2 + (c < a.opt.max_count ? c : a.opt.max_count)];
+    });
   lci::allreduce(all.data(), all.data(), all.size(), sizeof(uint64_t), sum_u64);
   lap("histo");
   std::vector<uint64_t> hist(all.begin() + 2, all.end());
@@ -441,6 +580,7 @@ int main(int argc, char** argv)
   try {
     a.bpk = wire_bytes(a.opt.k);
     a.cap = a.opt.agg_bytes / a.bpk * a.bpk;
+    a.inboxes.reset(new inbox_t[a.opt.threads]);
     a.sent_to.reset(new std::atomic<uint64_t>[a.nranks]);
     a.shandler = lci::alloc_handler(send_done);
     a.rcq = lci::alloc_cq();

@@ -278,9 +278,8 @@ int run(app_t& a)
   MPI_Allreduce(MPI_IN_PLACE, stats, 3, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
   lap("read");
 
-  // one thread per process needs no atomics or locks at the owner
   a.owner.init(a.opt.bloom,
-               uint64_t(a.opt.bloom_bits * stats[2] / a.nranks) + 1, false);
+               uint64_t(a.opt.bloom_bits * stats[2] / a.nranks) + 1);
   if (a.opt.bloom) {
     count_pass(a, 1);
     lap("bloom");

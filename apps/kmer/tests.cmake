@@ -1,6 +1,6 @@
 # Tests of apps/kmer (label kmer), driven by test_kmer.sh: the velvet reads
 # (Debian velvet-tests, 50,000 reads of 79 bases) through 1, 2 and 4 ranks
-# x 1 and 2 threads and three aggregation sizes give the histogram of the
+# x 1 to 4 threads and three aggregation sizes give the histogram of the
 # serial count (serial_count.py, a plain dict); so do plain and gzipped
 # FASTQ, FASTA, multi-line FASTA, k = 17 and 63 and the MPI reference;
 # malformed inputs end every rank with an error naming file and line.
@@ -43,12 +43,15 @@ if(LCI_SANITIZE)
   set(kmer_full OFF)
 endif()
 
-# ranks x threads x aggregation, gzipped and plain FASTQ
+# ranks x threads x aggregation, gzipped and plain FASTQ; 3 and 4 threads:
+# k-mers handed between several owner threads of a rank
 set(ref31 ${kmer_data}/reads31.histo)
 # (read1 and read2 together are the reads of reads.fq.gz)
 set(halves ${velvet}/read1.fq.gz ${velvet}/read2.fq.gz)
 foreach(run "1;1;8K;${velvet}/reads.fq.gz" "1;2;64K;${kmer_data}/reads.fq"
+            "1;4;8K;${velvet}/reads.fq.gz"
             "2;1;1K;${halves}" "2;2;8K;${kmer_data}/reads.fq"
+            "2;3;1K;${halves}"
             "4;1;64K;${velvet}/reads.fq.gz" "4;2;1K;${velvet}/reads.fq.gz")
   list(POP_FRONT run n t agg)
   list(GET run 0 need)
