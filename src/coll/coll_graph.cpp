@@ -488,14 +488,13 @@ void coll_t::run_team(const shm_request_t& req, const status_t& status)
     auto* op = new shm_signal_op_t();
     op->comp = comp_;
     op->status = status;
-    team->start(op, req);
-    team->poll();  // rounds that need no peer go at once
+    team->start(op, req, true);  // rounds that need no peer go at once
+    team->poll();
     return;
   }
   // on the stack: this call returns only once the team finished it
   shm_wait_op_t wait;
   shm_wait_op_t* op = &wait;
-  team->start(op, req);
   // poll the team alone for a short while (a running peer arrives soon,
   // and a progress call in between only delays seeing it), then also every
   // other poll the device (point-to-point traffic, peer checks, yielding
@@ -504,6 +503,11 @@ void coll_t::run_team(const shm_request_t& req, const status_t& status)
   // returned
   const bool keep = keeps_core(team);
   std::exception_ptr raised;
+  try {
+    team->start(op, req, true);
+  } catch (...) {
+    raised = std::current_exception();
+  }
   for (unsigned spins = 1; !op->done.load(std::memory_order_acquire); ++spins) {
     try {
       if (team->poll() || spins < kAlonePolls || (spins & 1) != 0) continue;

@@ -132,6 +132,22 @@ desc_t describe(const shm_request_t& r)
   return d;
 }
 
+// Asks for a cache line in exclusive state ahead of a store to it: the
+// line a rank publishes its next round in was read by the others since it
+// last wrote it, and a locked instruction after the store would otherwise
+// wait for that transfer.
+inline void prefetch_for_write(const void* p)
+{
+#if defined(__x86_64__)
+  // (a no-op encoding on x86-64 processors without the instruction)
+  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
+#elif defined(__GNUC__)
+  __builtin_prefetch(p, 1);
+#else
+  (void)p;
+#endif
+}
+
 uint64_t name_counter()
 {
   static std::atomic<uint64_t> n{0};
@@ -404,7 +420,7 @@ void shm_team_t::run_alone(shm_op_t& op)
   op.finish(shm_result_t());
 }
 
-void shm_team_t::start(shm_op_t* op, const shm_request_t& req)
+void shm_team_t::start(shm_op_t* op, const shm_request_t& req, bool drive)
 {
   const size_t n = static_cast<size_t>(rank_n_);
   shm_op_t& o = *op;
@@ -504,6 +520,14 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req)
                       broken_.errorcode == errorcode_t::done;
     if (idle) {
       current_ = op;
+      // driven at once, with the flag still held: a collective that needs
+      // no peer, or finds them there, ends without touching npending_
+      // (each locked instruction also waits for this rank's last
+      // published line to leave its store buffer)
+      if (drive) {
+        poll_held(false);
+        return;
+      }
       npending_.fetch_add(1, std::memory_order_release);
     }
     polling_.clear(std::memory_order_release);
@@ -777,6 +801,7 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
       line_t* mine = line(rank_me_, e);
       mine->desc = d;
       mine->seq.store(e, std::memory_order_release);
+      prefetch_for_write(line(rank_me_, e + 1));
       op.written_ = true;
       op.waiting_ = 0;
     }
@@ -821,6 +846,14 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
       return true;
     }
     read_phase(op, e);
+    // A rank that waits while the others need nobody (a broadcast's
+    // readers, a reduce's root) usually finds them rounds ahead: their
+    // next round's line is fetched now, while this call returns and the
+    // next one starts, instead of on the next wait.
+    if (!needs_all(op))
+      for (int j = 0; j < rank_n_; ++j)
+        if (j != rank_me_ && needs(op, j))
+          __builtin_prefetch(line(j, e + 1), 0);
     epoch_ = e;
     ++op.round_;
     op.written_ = false;
@@ -834,65 +867,77 @@ bool shm_team_t::poll()
   for (;;) {
     if (npending_.load(std::memory_order_acquire) == 0) return true;
     if (polling_.test_and_set(std::memory_order_acquire)) return false;
-    shm_op_t* ended = nullptr;
-    bool empty = false;
-    shm_result_t r;
-    std::vector<shm_op_t*> dropped;  // queued behind a failure
-    try {
-      for (;;) {
-        if (!current_) {
-          std::lock_guard<std::mutex> lock(queue_mu_);
-          if (queue_.empty()) {
-            empty = true;
-            break;
-          }
-          current_ = queue_.front();
-          queue_.pop_front();
-        }
-        if (!advance(*current_, &r)) break;
-        if (r.errorcode != errorcode_t::done) {
-          // the ranks no longer agree on the rounds: every later
-          // collective of the team fails with this error
-          if (base_)
-            stop(rank_me_)->stopped.store(
-                r.errorcode == errorcode_t::fatal_peer_failure && r.rank >= 0
-                    ? kStoppedPeer + r.rank
-                    : kStoppedFatal,
-                std::memory_order_release);
-          std::lock_guard<std::mutex> lock(queue_mu_);
-          broken_ = r;
-          dropped.assign(queue_.begin(), queue_.end());
-          npending_.fetch_sub(queue_.size(), std::memory_order_relaxed);
-          queue_.clear();
-        }
-        npending_.fetch_sub(1, std::memory_order_release);
-        ended = current_;
-        current_ = nullptr;
-        break;
-      }
-    } catch (...) {
-      polling_.clear(std::memory_order_release);
-      throw;
-    }
-    polling_.clear(std::memory_order_release);
-    if (!ended) return empty;
-    // outside the flag: a completion may start the next collective; one
-    // collective at a time, so the blocking path allocates nothing
-    std::exception_ptr first;
-    try {
-      ended->finish(r);
-    } catch (...) {
-      first = std::current_exception();
-    }
-    for (shm_op_t* d : dropped) {
-      try {
-        d->finish(r);
-      } catch (...) {
-        if (!first) first = std::current_exception();
-      }
-    }
-    if (first) std::rethrow_exception(first);
+    const int s = poll_held(true);
+    if (s >= 0) return s != 0;
   }
+}
+
+int shm_team_t::poll_held(bool counted)
+{
+  shm_op_t* ended = nullptr;
+  bool empty = false;
+  shm_result_t r;
+  std::vector<shm_op_t*> dropped;  // queued behind a failure
+  try {
+    for (;;) {
+      if (!current_) {
+        std::lock_guard<std::mutex> lock(queue_mu_);
+        if (queue_.empty()) {
+          empty = true;
+          break;
+        }
+        current_ = queue_.front();
+        queue_.pop_front();
+        counted = true;
+      }
+      if (!advance(*current_, &r)) break;
+      if (r.errorcode != errorcode_t::done) {
+        // the ranks no longer agree on the rounds: every later
+        // collective of the team fails with this error
+        if (base_)
+          stop(rank_me_)->stopped.store(
+              r.errorcode == errorcode_t::fatal_peer_failure && r.rank >= 0
+                  ? kStoppedPeer + r.rank
+                  : kStoppedFatal,
+              std::memory_order_release);
+        std::lock_guard<std::mutex> lock(queue_mu_);
+        broken_ = r;
+        dropped.assign(queue_.begin(), queue_.end());
+        npending_.fetch_sub(queue_.size(), std::memory_order_relaxed);
+        queue_.clear();
+      }
+      if (counted) npending_.fetch_sub(1, std::memory_order_release);
+      ended = current_;
+      current_ = nullptr;
+      break;
+    }
+  } catch (...) {
+    if (!counted) npending_.fetch_add(1, std::memory_order_release);
+    polling_.clear(std::memory_order_release);
+    throw;
+  }
+  // a current collective that goes on is counted before others may poll
+  if (!ended && !empty && !counted)
+    npending_.fetch_add(1, std::memory_order_release);
+  polling_.clear(std::memory_order_release);
+  if (!ended) return empty ? 1 : 0;
+  // outside the flag: a completion may start the next collective; one
+  // collective at a time, so the blocking path allocates nothing
+  std::exception_ptr first;
+  try {
+    ended->finish(r);
+  } catch (...) {
+    first = std::current_exception();
+  }
+  for (shm_op_t* d : dropped) {
+    try {
+      d->finish(r);
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+  return -1;
 }
 
 }  // namespace lci::coll

@@ -154,8 +154,10 @@ class shm_team_t final : public team_base_t
   bool accepts(const shm_request_t& req) const;
   // Queues the collective (after the ones started before it). A team that
   // failed (a peer died, ranks disagreed) finishes it at once with that
-  // error.
-  void start(shm_op_t* op, const shm_request_t& req);
+  // error. `drive`: when nothing runs before it, it also goes as far as it
+  // can at once (as poll would; it may have finished when start returns,
+  // and what poll throws, start may throw).
+  void start(shm_op_t* op, const shm_request_t& req, bool drive = false);
   // Runs the queued collectives as far as they can go without waiting;
   // returns true when the queue is empty. One thread at a time (others
   // return false at once). `failed(ctx, rank)`: whether a rank is known to
@@ -204,6 +206,10 @@ class shm_team_t final : public team_base_t
   char* slot(int r, uint64_t epoch) const;
   // where rank r's data of round epoch of op is: its line or its slot
   char* data(const shm_op_t& op, int r, uint64_t epoch) const;
+  // poll with polling_ held (released on return): 1 the queue is empty,
+  // 0 the current collective waits, -1 one ended (poll again for more).
+  // `counted`: current_ is in npending_ (start's direct drive: not yet)
+  int poll_held(bool counted);
   // one step of the head collective: true when it ended
   bool advance(shm_op_t& op, shm_result_t* result);
   // whether this rank reads rank j's slot (or must see j arrive) in a
