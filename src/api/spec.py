@@ -243,6 +243,14 @@ RESOURCES = [
              "left to the launcher (which ends the job when a rank dies) "
              "and to network errors; set it (e.g. 10000) where a host or a "
              "link may fail while the job runs on"),
+        attr("bool", "peer_failure_everywhere", False,
+             "false (the default, as upstream LCI 2): progress throws "
+             "peer_failure_error for a failed rank only on a rank that had "
+             "operations outstanding with it (they complete with "
+             "fatal_peer_failure); another rank goes on and can ask "
+             "is_peer_failed. true: every progress call of the runtime "
+             "throws it once per failed rank, wherever it runs "
+             "(docs/RELIABILITY.md, \"Peer failure\")"),
         attr("bool", "coll_shm", True,
              "collectives through one shared-memory segment of the "
              "runtime's ranks when every rank runs on this node "
@@ -416,6 +424,13 @@ OPS = [
        no_c=NO_C_GLOBAL_ATTR),
     op("get_rank_me", "int", [RT], doc="rank of this process"),
     op("get_rank_n", "int", [RT], doc="number of ranks"),
+    op("is_peer_failed", "bool", [pos("int", "rank"), RT],
+       doc="true once this rank knows that rank `rank` failed (its process "
+       "died, or it became unreachable): posts naming it throw "
+       "peer_failure_error and what was outstanding with it completed with "
+       "fatal_peer_failure (docs/RELIABILITY.md, \"Peer failure\"); false "
+       "for a live rank and for this rank; a rank out of range is a "
+       "fatal_error"),
     # resources
     op("alloc_device", "device_t", [RT, opt("packet_pool_t", "packet_pool",
                                              "packet_pool_t()"),
