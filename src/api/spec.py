@@ -339,6 +339,19 @@ REPORTED = {
 # the same as optional arguments of the allocations of resources without
 # attributes of their own (counters, handlers, graphs, endpoints, net
 # contexts); nullptr: DEFAULT_NAME
+# Upstream LCI 2's settings of a net context (alloc_net_context): unset,
+# or the runtime's value in force (option_t: a value converts to a set one).
+NET_CONTEXT_OPTS = [
+    opt("std::string", "ofi_provider_name", "std::string()"),
+    opt("option_t<size_t>", "max_msg_size", "option_t<size_t>()"),
+    opt("option_t<size_t>", "max_inject_size", "option_t<size_t>()"),
+    opt("option_t<int>", "ibv_gid_idx", "option_t<int>()"),
+    opt("option_t<bool>", "ibv_force_gid_auto_select", "option_t<bool>()"),
+    opt("option_t<attr_ibv_odp_strategy_t>", "ibv_odp_strategy",
+        "option_t<attr_ibv_odp_strategy_t>()"),
+    opt("option_t<attr_ibv_prefetch_strategy_t>", "ibv_prefetch_strategy",
+        "option_t<attr_ibv_prefetch_strategy_t>()"),
+]
 NAME_OPTS = [opt("const char*", "name", "nullptr"),
              opt("void*", "user_context", "nullptr")]
 
@@ -471,10 +484,19 @@ OPS = [
     # upstream LCI 2's network contexts and endpoints: handles on the
     # runtime's one network context and on a device's one endpoint
     # (include/lci.hpp, docs/ARCHITECTURE.md)
-    op("alloc_net_context", "net_context_t", [RT] + NAME_OPTS,
+    op("alloc_net_context", "net_context_t", [RT] + NET_CONTEXT_OPTS +
+       NAME_OPTS,
        doc="a new handle on the runtime's network context (a runtime has "
        "one: its libfabric domain or native shm segment; this build cannot "
-       "open a second); freed by free_net_context or with the runtime"),
+       "open a second); freed by free_net_context or with the runtime. "
+       "Upstream LCI 2's settings of a net context (ofi_provider_name, "
+       "max_msg_size, max_inject_size, ibv_gid_idx, "
+       "ibv_force_gid_auto_select, ibv_odp_strategy, "
+       "ibv_prefetch_strategy) are the runtime's attributes of those names "
+       "here: a value set must be the one in force in the runtime's "
+       "context (the handle's get_attr_* report it), any other is a "
+       "fatal_error naming the runtime attribute to set instead",
+       cxx_only=[a.name for a in NET_CONTEXT_OPTS]),
     op("free_net_context", "void", [pos("net_context_t*", "net_context"), RT],
        doc="free a handle of alloc_net_context (the default one goes with "
        "the runtime)"),
