@@ -341,17 +341,17 @@ REPORTED = {
 # contexts); nullptr: DEFAULT_NAME
 # Upstream LCI 2's settings of a net context (alloc_net_context): unset,
 # or the runtime's value in force (option_t: a value converts to a set one).
+def unset_opt(type_, name):
+    return opt("option_t<%s>" % type_, name, "option_t<%s>()" % type_)
+
+
 NET_CONTEXT_OPTS = [
-    opt("std::string", "ofi_provider_name", "std::string()"),
-    opt("option_t<size_t>", "max_msg_size", "option_t<size_t>()"),
-    opt("option_t<size_t>", "max_inject_size", "option_t<size_t>()"),
-    opt("option_t<int>", "ibv_gid_idx", "option_t<int>()"),
-    opt("option_t<bool>", "ibv_force_gid_auto_select", "option_t<bool>()"),
-    opt("option_t<attr_ibv_odp_strategy_t>", "ibv_odp_strategy",
-        "option_t<attr_ibv_odp_strategy_t>()"),
-    opt("option_t<attr_ibv_prefetch_strategy_t>", "ibv_prefetch_strategy",
-        "option_t<attr_ibv_prefetch_strategy_t>()"),
-]
+    opt("std::string", "ofi_provider_name", "std::string()")] + [
+    unset_opt(t, n) for t, n in [
+        ("size_t", "max_msg_size"), ("size_t", "max_inject_size"),
+        ("int", "ibv_gid_idx"), ("bool", "ibv_force_gid_auto_select"),
+        ("attr_ibv_odp_strategy_t", "ibv_odp_strategy"),
+        ("attr_ibv_prefetch_strategy_t", "ibv_prefetch_strategy")]]
 NAME_OPTS = [opt("const char*", "name", "nullptr"),
              opt("void*", "user_context", "nullptr")]
 
