@@ -336,9 +336,6 @@ REPORTED = {
                     "a number unique among the process's devices, given at "
                     "allocation")],
 }
-# the same as optional arguments of the allocations of resources without
-# attributes of their own (counters, handlers, graphs, endpoints, net
-# contexts); nullptr: DEFAULT_NAME
 # Upstream LCI 2's settings of a net context (alloc_net_context): unset,
 # or the runtime's value in force (option_t: a value converts to a set one).
 def unset_opt(type_, name):
@@ -352,6 +349,10 @@ NET_CONTEXT_OPTS = [
         ("int", "ibv_gid_idx"), ("bool", "ibv_force_gid_auto_select"),
         ("attr_ibv_odp_strategy_t", "ibv_odp_strategy"),
         ("attr_ibv_prefetch_strategy_t", "ibv_prefetch_strategy")]]
+
+# IDENTITY (above) as optional arguments of the allocations of resources
+# without attributes of their own (counters, handlers, graphs, endpoints,
+# net contexts); nullptr: DEFAULT_NAME
 NAME_OPTS = [opt("const char*", "name", "nullptr"),
              opt("void*", "user_context", "nullptr")]
 
