@@ -376,11 +376,23 @@ class mr_t
 // .endpoint(e) posts on e's device. The attributes report the context in
 // force.
 class net_context_impl_t;
-// The attributes of a net context handle that belong to the handle (the
-// getters below report those of the context in force).
+enum class attr_ibv_odp_strategy_t;
+enum class attr_ibv_prefetch_strategy_t;
+// The attributes of a net context handle: its name and user context, then
+// upstream's settings of a net context, which are the runtime's here (the
+// values in force in its network context; alloc_net_context_x refuses
+// others).
 struct net_context_attr_t {
   const char* name;    // alloc_net_context_x().name(); DEFAULT_NAME
   void* user_context;  // alloc_net_context_x().user_context(); nullptr
+  std::string ofi_provider_name;  // "" when the backend is not libfabric
+  size_t max_msg_size;
+  size_t max_inject_size;
+  int ibv_gid_idx;
+  bool ibv_force_gid_auto_select;
+  attr_ibv_odp_strategy_t ibv_odp_strategy;
+  attr_ibv_prefetch_strategy_t ibv_prefetch_strategy;
+  bool support_putimm;
 };
 class net_context_t
 {
@@ -398,6 +410,11 @@ class net_context_t
   size_t get_attr_max_msg_size() const;     // largest single RDMA transfer
   size_t get_attr_max_inject_size() const;  // largest inject payload
   bool get_attr_support_putimm() const;     // RDMA write with immediate data
+  // the runtime's attributes of these names (the ibv backend's settings)
+  int get_attr_ibv_gid_idx() const;
+  bool get_attr_ibv_force_gid_auto_select() const;
+  attr_ibv_odp_strategy_t get_attr_ibv_odp_strategy() const;
+  attr_ibv_prefetch_strategy_t get_attr_ibv_prefetch_strategy() const;
   net_context_attr_t get_attr() const;
   const char* get_attr_name() const;
   void* get_attr_user_context() const;

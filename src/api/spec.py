@@ -243,6 +243,14 @@ RESOURCES = [
              "left to the launcher (which ends the job when a rank dies) "
              "and to network errors; set it (e.g. 10000) where a host or a "
              "link may fail while the job runs on"),
+        attr("bool", "peer_failure_everywhere", False,
+             "false (the default, as upstream LCI 2): progress throws "
+             "peer_failure_error for a failed rank only on a rank that had "
+             "operations outstanding with it (they complete with "
+             "fatal_peer_failure); another rank goes on and can ask "
+             "is_peer_failed. true: every progress call of the runtime "
+             "throws it once per failed rank, wherever it runs "
+             "(docs/RELIABILITY.md, \"Peer failure\")"),
         attr("bool", "coll_shm", True,
              "collectives through one shared-memory segment of the "
              "runtime's ranks when every rank runs on this node "
@@ -328,9 +336,23 @@ REPORTED = {
                     "a number unique among the process's devices, given at "
                     "allocation")],
 }
-# the same as optional arguments of the allocations of resources without
-# attributes of their own (counters, handlers, graphs, endpoints, net
-# contexts); nullptr: DEFAULT_NAME
+# Upstream LCI 2's settings of a net context (alloc_net_context): unset,
+# or the runtime's value in force (option_t: a value converts to a set one).
+def unset_opt(type_, name):
+    return opt("option_t<%s>" % type_, name, "option_t<%s>()" % type_)
+
+
+NET_CONTEXT_OPTS = [
+    opt("std::string", "ofi_provider_name", "std::string()")] + [
+    unset_opt(t, n) for t, n in [
+        ("size_t", "max_msg_size"), ("size_t", "max_inject_size"),
+        ("int", "ibv_gid_idx"), ("bool", "ibv_force_gid_auto_select"),
+        ("attr_ibv_odp_strategy_t", "ibv_odp_strategy"),
+        ("attr_ibv_prefetch_strategy_t", "ibv_prefetch_strategy")]]
+
+# IDENTITY (above) as optional arguments of the allocations of resources
+# without attributes of their own (counters, handlers, graphs, endpoints,
+# net contexts); nullptr: DEFAULT_NAME
 NAME_OPTS = [opt("const char*", "name", "nullptr"),
              opt("void*", "user_context", "nullptr")]
 
@@ -416,6 +438,13 @@ OPS = [
        no_c=NO_C_GLOBAL_ATTR),
     op("get_rank_me", "int", [RT], doc="rank of this process"),
     op("get_rank_n", "int", [RT], doc="number of ranks"),
+    op("is_peer_failed", "bool", [pos("int", "rank"), RT],
+       doc="true once this rank knows that rank `rank` failed (its process "
+       "died, or it became unreachable): posts naming it throw "
+       "peer_failure_error and what was outstanding with it completed with "
+       "fatal_peer_failure (docs/RELIABILITY.md, \"Peer failure\"); false "
+       "for a live rank and for this rank; a rank out of range is a "
+       "fatal_error"),
     # resources
     op("alloc_device", "device_t", [RT, opt("packet_pool_t", "packet_pool",
                                              "packet_pool_t()"),
@@ -456,10 +485,19 @@ OPS = [
     # upstream LCI 2's network contexts and endpoints: handles on the
     # runtime's one network context and on a device's one endpoint
     # (include/lci.hpp, docs/ARCHITECTURE.md)
-    op("alloc_net_context", "net_context_t", [RT] + NAME_OPTS,
+    op("alloc_net_context", "net_context_t", [RT] + NET_CONTEXT_OPTS +
+       NAME_OPTS,
        doc="a new handle on the runtime's network context (a runtime has "
        "one: its libfabric domain or native shm segment; this build cannot "
-       "open a second); freed by free_net_context or with the runtime"),
+       "open a second); freed by free_net_context or with the runtime. "
+       "Upstream LCI 2's settings of a net context (ofi_provider_name, "
+       "max_msg_size, max_inject_size, ibv_gid_idx, "
+       "ibv_force_gid_auto_select, ibv_odp_strategy, "
+       "ibv_prefetch_strategy) are the runtime's attributes of those names "
+       "here: a value set must be the one in force in the runtime's "
+       "context (the handle's get_attr_* report it), any other is a "
+       "fatal_error naming the runtime attribute to set instead",
+       cxx_only=[a.name for a in NET_CONTEXT_OPTS]),
     op("free_net_context", "void", [pos("net_context_t*", "net_context"), RT],
        doc="free a handle of alloc_net_context (the default one goes with "
        "the runtime)"),

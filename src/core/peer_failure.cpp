@@ -96,8 +96,9 @@ uint64_t own_start_time()
 // every rank takes part in every collective, so one that waits for a live
 // rank waits for data that lacks the failed rank's part, which the live
 // rank will not send (core/coll_support.hpp).
-void fail_recvs(runtime_impl_t* rt, int rank)
+size_t fail_recvs(runtime_impl_t* rt, int rank)
 {
+  size_t nfailed = 0;
   const size_t nme = rt->matching_engines.size();
   for (size_t i = 0; i < nme; ++i) {
     matching_engine_impl_t* me = rt->matching_engines.get(i, nullptr);
@@ -121,8 +122,10 @@ void fail_recvs(runtime_impl_t* rt, int rank)
       comp_impl_t* c = r->comp;
       delete r;
       c->signal(s);
+      ++nfailed;
     }
   }
+  return nfailed;
 }
 
 // One epoch of the watch of the peers on other hosts (the checking thread
@@ -298,36 +301,47 @@ void mark_peer_failed(runtime_impl_t* rt, int rank, const std::string& why)
     std::lock_guard<std::mutex> lock(rt->peer_mu);
     if (rt->peer_state[rank].load(std::memory_order_relaxed) != 0) return;
     rt->peer_why[rank] = why;
-    rt->peer_state[rank].store(1, std::memory_order_release);
+    rt->peer_state[rank].store(kPeerFailedQuiet, std::memory_order_release);
     rt->nfailed.fetch_add(1, std::memory_order_acq_rel);
   }
   // from here on posts naming `rank` throw, and its messages are dropped;
   // what was posted before waits in the tables below
-  fail_recvs(rt, rank);
+  size_t nops = fail_recvs(rt, rank);
   // sends with comp_semantic network on every device (free_device waits
   // for no poller before it deletes a device: the attentive-progress rule)
   rt->attentive_pollers.fetch_add(1, std::memory_order_acq_rel);
   const size_t ndev = rt->devices.size_hint();
   for (size_t i = 0; i < ndev; ++i)
     if (device_impl_t* d = rt->devices.get(i, nullptr))
-      fail_network_sends(d, rank);
+      nops += fail_network_sends(d, rank);
   rt->attentive_pollers.fetch_sub(1, std::memory_order_release);
   std::vector<transfer_op_t*> dead;
-  fail_rdv_peer(rt, rank, &dead);
-  fail_rma_peer(rt, rank, &dead);
+  nops += fail_rdv_peer(rt, rank, &dead);
+  nops += fail_rma_peer(rt, rank, &dead);
   {
     std::lock_guard<std::mutex> lock(rt->peer_mu);
     rt->failed_ops.insert(rt->failed_ops.end(), dead.begin(), dead.end());
   }
-  rt->nunreported.fetch_add(1, std::memory_order_release);
+  // progress throws for `rank` only where it had something outstanding,
+  // unless the runtime asks for the report everywhere
+  if (nops > 0 || rt->attr.peer_failure_everywhere)
+    note_peer_failure_felt(rt, rank);
+}
+
+void note_peer_failure_felt(runtime_impl_t* rt, int rank)
+{
+  uint8_t expected = kPeerFailedQuiet;
+  if (rt->peer_state[rank].compare_exchange_strong(
+          expected, kPeerFailedUnreported, std::memory_order_acq_rel))
+    rt->nunreported.fetch_add(1, std::memory_order_release);
 }
 
 void report_peer_failure(runtime_impl_t* rt)
 {
   for (int r = 0; r < rt->rank_n; ++r) {
-    uint8_t expected = 1;
-    if (!rt->peer_state[r].compare_exchange_strong(expected, 2,
-                                                   std::memory_order_acq_rel))
+    uint8_t expected = kPeerFailedUnreported;
+    if (!rt->peer_state[r].compare_exchange_strong(
+            expected, kPeerFailedReported, std::memory_order_acq_rel))
       continue;
     rt->nunreported.fetch_sub(1, std::memory_order_relaxed);
     std::string why;
@@ -351,6 +365,15 @@ void throw_peer_failed(runtime_impl_t* rt, int rank, const char* call)
   std::ostringstream os;
   os << call << ": rank " << rank << " has failed (" << why << ")";
   throw peer_failure_error(os.str(), rank);
+}
+
+bool is_peer_failed_x::call_impl(int rank, runtime_t runtime)
+{
+  runtime_impl_t* rt = resolve_runtime(runtime, "is_peer_failed");
+  if (rank < 0 || rank >= rt->rank_n)
+    util::throw_fatal("is_peer_failed: rank ", rank, " is out of range [0, ",
+                      rt->rank_n, ")");
+  return peer_is_failed(rt, rank);
 }
 
 void release_failed_ops(runtime_impl_t* rt)

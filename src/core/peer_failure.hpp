@@ -32,7 +32,10 @@
 //     network may still complete fragments of them);
 //   - messages from R still arriving are dropped;
 //   - the next progress call on any device of the runtime throws
-//     peer_failure_error naming R, once per failed rank;
+//     peer_failure_error naming R, once per failed rank, if this rank had
+//     something outstanding with R that failed (or the runtime attribute
+//     peer_failure_everywhere is set); else the rank goes on, and
+//     is_peer_failed(R) says it;
 //   - free_device skips its barrier and drains for at most 1 s.
 //
 // Fast-path cost: one relaxed load of nfailed in posts and receive
@@ -59,6 +62,12 @@ struct process_desc_t {
 };
 process_desc_t describe_self();
 void init_peer_tracking(runtime_impl_t* rt, const process_desc_t* all);
+
+// peer_state[r]: 0 alive; failed: not to be reported by progress (quiet),
+// to be reported by the next progress call, or reported.
+constexpr uint8_t kPeerFailedQuiet = 1;
+constexpr uint8_t kPeerFailedUnreported = 2;
+constexpr uint8_t kPeerFailedReported = 3;
 
 // Rank r is known to have failed.
 inline bool peer_is_failed(const runtime_impl_t* rt, int r)
@@ -112,6 +121,11 @@ inline void peer_failure_poll(runtime_impl_t* rt, device_impl_t* dev)
 // and fails what waits for it. `why` says how it was detected.
 void mark_peer_failed(runtime_impl_t* rt, int rank, const std::string& why);
 
+// Failed rank `rank` had something outstanding here that failed after it
+// was declared (a post waiting in the backlog, a send the network failed):
+// the next progress call reports it, if it has not yet.
+void note_peer_failure_felt(runtime_impl_t* rt, int rank);
+
 // A post named failed rank `rank`: throws peer_failure_error naming `call`.
 [[noreturn]] void throw_peer_failed(runtime_impl_t* rt, int rank,
                                     const char* call);
@@ -123,10 +137,11 @@ status_t peer_failure_status(int rank, void* buffer, tag_t tag,
 // Implemented next to the operations: take every rendezvous context / RMA
 // operation with peer `rank` out of its table, signal its completion object
 // with fatal_peer_failure, append it to `dead` (kept until free_runtime).
-void fail_rdv_peer(runtime_impl_t* rt, int rank,
-                   std::vector<transfer_op_t*>* dead);
-void fail_rma_peer(runtime_impl_t* rt, int rank,
-                   std::vector<transfer_op_t*>* dead);
+// Return how many completion objects they signalled.
+size_t fail_rdv_peer(runtime_impl_t* rt, int rank,
+                     std::vector<transfer_op_t*>* dead);
+size_t fail_rma_peer(runtime_impl_t* rt, int rank,
+                     std::vector<transfer_op_t*>* dead);
 
 // free_runtime, after the devices are gone: deletes the failed operations.
 void release_failed_ops(runtime_impl_t* rt);

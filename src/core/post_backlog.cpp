@@ -63,6 +63,7 @@ status_t post_backlog(const post_args_t& a, post_path_t path, direction_t dir,
         // never sent: a user packet goes back to its pool; whoever waits
         // for a signal gets the failure
         if (queued.upacket) packet_pool_impl_t::put(queued.upacket);
+        note_peer_failure_felt(queued.rt, queued.rank);
         status_t f = peer_failure_status(queued.rank, result.buffer, result.tag,
                                          result.user_context);
         if (queued.semantic == comp_semantic_t::network && queued.comp)
@@ -86,6 +87,7 @@ status_t post_backlog(const post_args_t& a, post_path_t path, direction_t dir,
   } else {
     a.dev->backlog.push([a, path, dir, comp, result]() -> error_t {
       if (peer_is_failed(a.rt, a.rank)) {
+        note_peer_failure_felt(a.rt, a.rank);
         comp->signal(peer_failure_status(a.rank, result.buffer, result.tag,
                                          result.user_context));
         return errorcode_t::done;
@@ -97,6 +99,7 @@ status_t post_backlog(const post_args_t& a, post_path_t path, direction_t dir,
       } catch (const peer_failure_error&) {
         // the target failed between the check above and the post: the
         // post took nothing, and its completion must still say so
+        note_peer_failure_felt(a.rt, a.rank);
         comp->signal(peer_failure_status(a.rank, result.buffer, result.tag,
                                          result.user_context));
         return errorcode_t::done;

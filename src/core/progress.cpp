@@ -388,7 +388,12 @@ void message_failed(device_impl_t* dev, const net::cqe_t& c)
     dev->nrecvs_posted.fetch_sub(1, std::memory_order_relaxed);
   }
   if (pkt) packet_pool_impl_t::put(pkt);
-  if (network_error_is_peer_failure(dev->runtime, c.rank, c.error)) return;
+  if (network_error_is_peer_failure(dev->runtime, c.rank, c.error)) {
+    // a message of ours to that rank was lost: this rank felt the failure
+    if (c.kind == net::cqe_t::kind_t::send && c.rank >= 0)
+      note_peer_failure_felt(dev->runtime, c.rank);
+    return;
+  }
   util::throw_fatal(
       "progress: completion error from the ", backend_in_use(dev), " on a ",
       c.kind == net::cqe_t::kind_t::send ? "send" : "receive", ": ", c.error);

@@ -431,9 +431,10 @@ void handle_remote_write(device_impl_t* dev, uint64_t imm)
     ctx->finish();
 }
 
-void fail_rdv_peer(runtime_impl_t* rt, int rank,
-                   std::vector<transfer_op_t*>* dead)
+size_t fail_rdv_peer(runtime_impl_t* rt, int rank,
+                     std::vector<transfer_op_t*>* dead)
 {
+  size_t nsignalled = 0;
   std::vector<rdv_ctx_t*> mine;
   rt->rdv_ctxs.take_if([rank](rdv_ctx_t* c) { return c->peer == rank; }, &mine);
   for (rdv_ctx_t* c : mine) {
@@ -442,10 +443,12 @@ void fail_rdv_peer(runtime_impl_t* rt, int rank,
     c->dev->nops_pending.fetch_sub(1, std::memory_order_relaxed);
     dead->push_back(c);
     // an active message being received: nobody posted it, nothing to tell
-    if (!c->am)
-      c->comp->signal(
-          peer_failure_status(rank, c->buffer, c->tag, c->user_context));
+    if (c->am) continue;
+    c->comp->signal(
+        peer_failure_status(rank, c->buffer, c->tag, c->user_context));
+    ++nsignalled;
   }
+  return nsignalled;
 }
 
 }  // namespace lci

@@ -307,8 +307,8 @@ void handle_put_ack(device_impl_t* dev, const msg_header_t& hdr,
   op->transfer_done(c);
 }
 
-void fail_rma_peer(runtime_impl_t* rt, int rank,
-                   std::vector<transfer_op_t*>* dead)
+size_t fail_rma_peer(runtime_impl_t* rt, int rank,
+                     std::vector<transfer_op_t*>* dead)
 {
   std::vector<transfer_op_t*> mine;
   rt->rma_ops.take_if(
@@ -325,6 +325,7 @@ void fail_rma_peer(runtime_impl_t* rt, int rank,
     op->comp->signal(
         peer_failure_status(rank, op->buffer, op->tag, op->user_context));
   }
+  return mine.size();
 }
 
 }  // namespace lci

@@ -53,7 +53,7 @@ bool unlink(device_impl_t* dev, pending_send_t* s)
 
 }  // namespace
 
-void fail_network_sends(device_impl_t* dev, int rank)
+size_t fail_network_sends(device_impl_t* dev, int rank)
 {
   // what to signal, copied under the lock: once the lock is released, the
   // record's completion may come and free it
@@ -86,6 +86,7 @@ void fail_network_sends(device_impl_t* dev, int rank)
                                         f.second.user_context));
     dev->nsends_pending.fetch_sub(1, std::memory_order_release);
   }
+  return failed.size();
 }
 
 error_t post_packet(device_impl_t* dev, int rank, packet_t* p, size_t wire,

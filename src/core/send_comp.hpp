@@ -28,8 +28,9 @@ void complete_send(device_impl_t* dev, packet_t* p);
 
 // Peer failure: signals every send of `dev` with comp_semantic network to
 // `rank` whose completion has not come (fatal_peer_failure). Their packets
-// stay with the network until the completion or the device's end.
-void fail_network_sends(device_impl_t* dev, int rank);
+// stay with the network until the completion or the device's end. Returns
+// how many it signalled.
+size_t fail_network_sends(device_impl_t* dev, int rank);
 
 // The device's end: frees the records of sends a peer failure signalled
 // whose completion never came (the backend is closed already).

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -102,12 +103,84 @@ void free_handle(T* p, const void* owner, util::live_set_t& live,
 }
 }  // namespace
 
-net_context_t alloc_net_context_x::call_impl(runtime_t runtime,
-                                             const char* name,
-                                             void* user_context)
+namespace
+{
+// Upstream's settings of a net context as they are in force in the
+// runtime's one network context (the backend's limits, the runtime's
+// attributes).
+net_context_attr_t with_settings(const runtime_impl_t* rt,
+                                 net_context_attr_t attr)
+{
+  const net::caps_t& caps = rt->net_context->caps();
+  attr.ofi_provider_name = caps.ofi_provider;
+  attr.max_msg_size = caps.max_msg_size;
+  attr.max_inject_size = caps.max_inject_size;
+  attr.ibv_gid_idx = rt->attr.ibv_gid_idx;
+  attr.ibv_force_gid_auto_select = rt->attr.ibv_force_gid_auto_select;
+  attr.ibv_odp_strategy = rt->attr.ibv_odp_strategy;
+  attr.ibv_prefetch_strategy = rt->attr.ibv_prefetch_strategy;
+  attr.support_putimm = caps.rma && caps.imm_data_size >= 4;
+  return attr;
+}
+
+std::string shown(size_t v) { return std::to_string(v); }
+std::string shown(int v) { return std::to_string(v); }
+std::string shown(bool v) { return v ? "true" : "false"; }
+std::string shown(attr_ibv_odp_strategy_t v)
+{
+  return get_attr_ibv_odp_strategy_str(v);
+}
+std::string shown(attr_ibv_prefetch_strategy_t v)
+{
+  return get_attr_ibv_prefetch_strategy_str(v);
+}
+
+// A net context setting given to alloc_net_context must be the one in
+// force: this build opens one network context per runtime, whose settings
+// are the runtime's.
+template <typename T>
+void check_setting(const char* attr, const option_t<T>& given, T in_force)
+{
+  if (!given.is_set() || given.get() == in_force) return;
+  util::throw_fatal("alloc_net_context: ", attr, " ", shown(given.get()),
+                    " is not the runtime's network context's (", attr, " ",
+                    shown(in_force),
+                    "): a runtime has one network context here; set the "
+                    "runtime attribute ",
+                    attr, " (alloc_runtime_x, g_runtime_init_x, LCI_ATTR_*)");
+}
+}  // namespace
+
+net_context_t alloc_net_context_x::call_impl(
+    runtime_t runtime, std::string ofi_provider_name,
+    option_t<size_t> max_msg_size, option_t<size_t> max_inject_size,
+    option_t<int> ibv_gid_idx, option_t<bool> ibv_force_gid_auto_select,
+    option_t<attr_ibv_odp_strategy_t> ibv_odp_strategy,
+    option_t<attr_ibv_prefetch_strategy_t> ibv_prefetch_strategy,
+    const char* name, void* user_context)
 {
   runtime_impl_t* rt = resolve_runtime(runtime, "alloc_net_context");
-  net_context_attr_t attr{detail::resource_name(name), user_context};
+  net_context_attr_t attr = with_settings(rt, {});
+  if (!ofi_provider_name.empty() && ofi_provider_name != attr.ofi_provider_name)
+    util::throw_fatal(
+        "alloc_net_context: ofi_provider_name ", ofi_provider_name,
+        " is not the runtime's network context's (",
+        attr.ofi_provider_name.empty()
+            ? "backend " + rt->net_context->caps().backend
+            : attr.ofi_provider_name,
+        "): a runtime has one network context here; set the runtime "
+        "attribute ofi_provider_name (alloc_runtime_x, g_runtime_init_x, "
+        "LCI_ATTR_OFI_PROVIDER_NAME)");
+  check_setting("max_msg_size", max_msg_size, attr.max_msg_size);
+  check_setting("max_inject_size", max_inject_size, attr.max_inject_size);
+  check_setting("ibv_gid_idx", ibv_gid_idx, attr.ibv_gid_idx);
+  check_setting("ibv_force_gid_auto_select", ibv_force_gid_auto_select,
+                attr.ibv_force_gid_auto_select);
+  check_setting("ibv_odp_strategy", ibv_odp_strategy, attr.ibv_odp_strategy);
+  check_setting("ibv_prefetch_strategy", ibv_prefetch_strategy,
+                attr.ibv_prefetch_strategy);
+  attr.name = detail::resource_name(name);
+  attr.user_context = user_context;
   return net_context_t(add_handle(rt, net_context_impl_t{rt, false, attr},
                                   globals::net_contexts()));
 }
@@ -115,7 +188,8 @@ net_context_t alloc_net_context_x::call_impl(runtime_t runtime,
 net_context_t get_default_net_context_x::call_impl(runtime_t runtime)
 {
   runtime_impl_t* rt = resolve_runtime(runtime, "get_default_net_context");
-  net_context_attr_t attr{DEFAULT_NAME, nullptr};
+  net_context_attr_t attr{};
+  attr.name = DEFAULT_NAME;
   return net_context_t(add_handle(rt, net_context_impl_t{rt, true, attr},
                                   globals::net_contexts(), true));
 }
@@ -234,7 +308,36 @@ void* endpoint_t::get_attr_user_context() const
 
 net_context_attr_t net_context_t::get_attr() const
 {
-  return live_net_context(*this, "net_context_t::get_attr")->attr;
+  const net_context_impl_t* p =
+      live_net_context(*this, "net_context_t::get_attr");
+  return with_settings(p->runtime, p->attr);
+}
+
+int net_context_t::get_attr_ibv_gid_idx() const
+{
+  return live_net_context(*this, "net_context_t::get_attr_ibv_gid_idx")
+      ->runtime->attr.ibv_gid_idx;
+}
+
+bool net_context_t::get_attr_ibv_force_gid_auto_select() const
+{
+  return live_net_context(*this,
+                          "net_context_t::get_attr_ibv_force_gid_auto_select")
+      ->runtime->attr.ibv_force_gid_auto_select;
+}
+
+attr_ibv_odp_strategy_t net_context_t::get_attr_ibv_odp_strategy() const
+{
+  return live_net_context(*this, "net_context_t::get_attr_ibv_odp_strategy")
+      ->runtime->attr.ibv_odp_strategy;
+}
+
+attr_ibv_prefetch_strategy_t net_context_t::get_attr_ibv_prefetch_strategy()
+    const
+{
+  return live_net_context(*this,
+                          "net_context_t::get_attr_ibv_prefetch_strategy")
+      ->runtime->attr.ibv_prefetch_strategy;
 }
 
 const char* net_context_t::get_attr_name() const

@@ -86,9 +86,9 @@ class runtime_impl_t
   // puts and gets in flight (found by their target on a peer failure)
   util::id_table_t<transfer_op_t> rma_ops;
 
-  // Peer failure (core/peer_failure.hpp). peer_state[r]: 0 alive, 1 failed
-  // and not yet reported by progress, 2 reported. nfailed > 0 is the one
-  // relaxed load the fast paths pay.
+  // Peer failure (core/peer_failure.hpp). peer_state[r]: 0 alive, else
+  // failed (kPeerFailed*: whether progress is to report it). nfailed > 0
+  // is the one relaxed load the fast paths pay.
   std::vector<peer_info_t> peers;
   std::unique_ptr<std::atomic<uint8_t>[]> peer_state;
   alignas(64) std::atomic<int> nfailed{0};

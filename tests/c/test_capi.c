@@ -74,6 +74,10 @@ static void test_runtime(void)
   int me = -1, n = -1;
   CHECK(lci_get_rank_me(NULL, &me) == LCI_DONE && me == 0);
   CHECK(lci_get_rank_n(NULL, &n) == LCI_DONE && n == 1);
+  bool failed = true;
+  CHECK(lci_is_peer_failed(0, NULL, &failed) == LCI_DONE && !failed);
+  CHECK_FAILS(lci_is_peer_failed(1, NULL, &failed), "lci_is_peer_failed",
+              "out of range");
   uint64_t max_tag = 0;
   CHECK(lci_runtime_get_attr_max_tag(g, &max_tag) == LCI_DONE &&
         max_tag == UINT64_C(0xfffffffffffffffe));

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Usage: coll_failure.sh LCRUN N PROGRAM [ARGS...]
-# Runs PROGRAM (mp_coll_failure) on N ranks under lcrun --keep-going; the
-# last rank kills itself with SIGKILL during a collective. Passes when lcrun
-# exits 137 (the victim's status) and every survivor printed "failures=0".
+# Runs PROGRAM (mp_coll_failure, mp_quiet_failure) on N ranks under lcrun
+# --keep-going; one rank kills itself with SIGKILL (mp_coll_failure: the
+# last one, during a collective). Passes when lcrun exits 137 (the
+# victim's status) and every survivor printed "failures=0".
 lcrun=$1
 n=$2
 shift 2

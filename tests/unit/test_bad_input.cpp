@@ -438,6 +438,12 @@ TEST_F(LciTest, Resources)
       [=] { lci::get_rank_me_x().runtime(foreign_rt)(); });
   add("get_rank_n", "foreign", "get_rank_n", F,
       [=] { lci::get_rank_n_x().runtime(foreign_rt)(); });
+  add("is_peer_failed", "foreign", "is_peer_failed", F,
+      [=] { lci::is_peer_failed_x(0).runtime(foreign_rt)(); });
+  add("is_peer_failed", "rank", "is_peer_failed", "rank 1",
+      [] { lci::is_peer_failed(1); });
+  add("is_peer_failed", "rank", "is_peer_failed", "rank -1",
+      [] { lci::is_peer_failed(-1); });
   // devices
   add("alloc_device", "foreign", "alloc_device", F,
       [=] { lci::alloc_device_x().packet_pool(foreign_pool)(); });
@@ -989,6 +995,8 @@ TEST_F(LciTest, UseAfterFinalize)
   add("get_rank_me", "get_rank_me", "no runtime", [] { lci::get_rank_me(); });
   add("get_rank_n", "get_rank_n", RT,
       [&] { lci::get_rank_n_x().runtime(old_rt)(); });
+  add("is_peer_failed", "is_peer_failed", RT,
+      [&] { lci::is_peer_failed_x(0).runtime(old_rt)(); });
   add("alloc_device", "alloc_device", "no runtime",
       [] { lci::alloc_device(); });
   add("alloc_device", "alloc_device", "not allocated",

@@ -738,6 +738,74 @@ TEST_F(LciTest, ReservedRemoteCompletions)
   lci::free_comp(&cq);
 }
 
+// Upstream's settings of a net context are the runtime's: alloc_net_context
+// takes the values in force, refuses any other naming the runtime
+// attribute, and the handle reports them.
+TEST_F(LciTest, NetContextSettings)
+{
+  lci::runtime_t rt = lci::get_g_runtime();
+  lci::net_context_t def = lci::get_default_net_context();
+  const std::string provider = def.get_attr_ofi_provider_name();
+  auto same = [&] {
+    auto x =
+        lci::alloc_net_context_x()
+            .max_msg_size(def.get_attr_max_msg_size())
+            .max_inject_size(def.get_attr_max_inject_size())
+            .ibv_gid_idx(rt.get_attr_ibv_gid_idx())
+            .ibv_force_gid_auto_select(rt.get_attr_ibv_force_gid_auto_select())
+            .ibv_odp_strategy(rt.get_attr_ibv_odp_strategy())
+            .ibv_prefetch_strategy(rt.get_attr_ibv_prefetch_strategy())
+            .name("same");
+    if (!provider.empty()) x = std::move(x).ofi_provider_name(provider);
+    return x;
+  };
+  lci::net_context_t ctx = same()();
+  lci::net_context_attr_t a = ctx.get_attr();
+  EXPECT_STREQ(a.name, "same");
+  EXPECT_EQ(a.ofi_provider_name, provider);
+  EXPECT_EQ(a.max_msg_size, def.get_attr_max_msg_size());
+  EXPECT_EQ(a.max_inject_size, def.get_attr_max_inject_size());
+  EXPECT_EQ(a.support_putimm, def.get_attr_support_putimm());
+  EXPECT_EQ(a.ibv_gid_idx, rt.get_attr_ibv_gid_idx());
+  EXPECT_EQ(ctx.get_attr_ibv_gid_idx(), rt.get_attr_ibv_gid_idx());
+  EXPECT_EQ(a.ibv_force_gid_auto_select,
+            rt.get_attr_ibv_force_gid_auto_select());
+  EXPECT_EQ(ctx.get_attr_ibv_force_gid_auto_select(),
+            rt.get_attr_ibv_force_gid_auto_select());
+  EXPECT_EQ(a.ibv_odp_strategy, rt.get_attr_ibv_odp_strategy());
+  EXPECT_EQ(ctx.get_attr_ibv_odp_strategy(), rt.get_attr_ibv_odp_strategy());
+  EXPECT_EQ(a.ibv_prefetch_strategy, rt.get_attr_ibv_prefetch_strategy());
+  EXPECT_EQ(ctx.get_attr_ibv_prefetch_strategy(),
+            rt.get_attr_ibv_prefetch_strategy());
+  lci::free_net_context(&ctx);
+
+  auto refused = [&](auto&& x, const char* attr) {
+    std::string msg = fatal_message([&] { (void)x(); });
+    EXPECT_THAT(msg, HasSubstr(std::string("alloc_net_context: ") + attr));
+    EXPECT_THAT(msg, HasSubstr(std::string("runtime attribute ") + attr));
+  };
+  refused(same().max_msg_size(def.get_attr_max_msg_size() + 1), "max_msg_size");
+  refused(same().max_inject_size(def.get_attr_max_inject_size() + 1),
+          "max_inject_size");
+  refused(same().ibv_gid_idx(rt.get_attr_ibv_gid_idx() + 5), "ibv_gid_idx");
+  refused(same().ibv_force_gid_auto_select(
+              !rt.get_attr_ibv_force_gid_auto_select()),
+          "ibv_force_gid_auto_select");
+  refused(
+      same().ibv_odp_strategy(rt.get_attr_ibv_odp_strategy() ==
+                                      lci::attr_ibv_odp_strategy_t::implicit_odp
+                                  ? lci::attr_ibv_odp_strategy_t::none
+                                  : lci::attr_ibv_odp_strategy_t::implicit_odp),
+      "ibv_odp_strategy");
+  refused(same().ibv_prefetch_strategy(
+              rt.get_attr_ibv_prefetch_strategy() ==
+                      lci::attr_ibv_prefetch_strategy_t::prefetch
+                  ? lci::attr_ibv_prefetch_strategy_t::none
+                  : lci::attr_ibv_prefetch_strategy_t::prefetch),
+          "ibv_prefetch_strategy");
+  refused(same().ofi_provider_name("no-such-provider"), "ofi_provider_name");
+}
+
 // Network contexts and endpoints: handles on the runtime's one network
 // context and on a device's one endpoint; posting through an endpoint
 // posts on its device; the handles go with their owner.

@@ -753,6 +753,15 @@ CHECK(lci::alloc_net_context());
 RETURNS(lci::net_context_t, lci::alloc_net_context());
 CHECK(lci::alloc_net_context_x()());
 CHECK(D<lci::alloc_net_context_x&>().runtime(D<lci::runtime_t>()));
+CHECK(D<lci::alloc_net_context_x&>().ofi_provider_name(D<std::string>()));
+CHECK(D<lci::alloc_net_context_x&>().max_msg_size(D<size_t>()));
+CHECK(D<lci::alloc_net_context_x&>().max_inject_size(D<size_t>()));
+CHECK(D<lci::alloc_net_context_x&>().ibv_gid_idx(D<int>()));
+CHECK(D<lci::alloc_net_context_x&>().ibv_force_gid_auto_select(D<bool>()));
+CHECK(D<lci::alloc_net_context_x&>().ibv_odp_strategy(
+    D<lci::attr_ibv_odp_strategy_t>()));
+CHECK(D<lci::alloc_net_context_x&>().ibv_prefetch_strategy(
+    D<lci::attr_ibv_prefetch_strategy_t>()));
 // free_net_context
 CHECK(lci::free_net_context(D<lci::net_context_t*>()));
 CHECK(lci::free_net_context_x(D<lci::net_context_t*>())());
@@ -837,6 +846,24 @@ RETURNS(std::string,
 RETURNS(size_t, D<const lci::net_context_t&>().get_attr_max_msg_size());
 RETURNS(size_t, D<const lci::net_context_t&>().get_attr_max_inject_size());
 RETURNS(bool, D<const lci::net_context_t&>().get_attr_support_putimm());
+RETURNS(int, D<const lci::net_context_t&>().get_attr_ibv_gid_idx());
+RETURNS(bool,
+        D<const lci::net_context_t&>().get_attr_ibv_force_gid_auto_select());
+RETURNS(lci::attr_ibv_odp_strategy_t,
+        D<const lci::net_context_t&>().get_attr_ibv_odp_strategy());
+RETURNS(lci::attr_ibv_prefetch_strategy_t,
+        D<const lci::net_context_t&>().get_attr_ibv_prefetch_strategy());
+// net_context_attr_t
+RETURNS(std::string, D<lci::net_context_attr_t&>().ofi_provider_name);
+RETURNS(size_t, D<lci::net_context_attr_t&>().max_msg_size);
+RETURNS(size_t, D<lci::net_context_attr_t&>().max_inject_size);
+RETURNS(bool, D<lci::net_context_attr_t&>().support_putimm);
+RETURNS(int, D<lci::net_context_attr_t&>().ibv_gid_idx);
+RETURNS(bool, D<lci::net_context_attr_t&>().ibv_force_gid_auto_select);
+RETURNS(lci::attr_ibv_odp_strategy_t,
+        D<lci::net_context_attr_t&>().ibv_odp_strategy);
+RETURNS(lci::attr_ibv_prefetch_strategy_t,
+        D<lci::net_context_attr_t&>().ibv_prefetch_strategy);
 // device_t
 CHECK(D<lci::device_t&>().is_empty());
 CHECK(D<lci::device_t&>().get_impl());
@@ -864,37 +891,22 @@ struct not_provided_t {
   const char* reason;
 };
 [[maybe_unused]] const not_provided_t kNotProvided[] = {
-    {"alloc_net_context_x::ibv_force_gid_auto_select "
-     "alloc_net_context_x::ibv_gid_idx alloc_net_context_x::ibv_odp_strategy"
-     " alloc_net_context_x::ibv_prefetch_strategy "
-     "alloc_net_context_x::use_dmabuf attr_backend_t::ibv "
+    {"alloc_net_context_x::use_dmabuf attr_backend_t::ibv "
      "attr_backend_t::ucx global_attr_t::use_dmabuf "
-     "net_context_attr_t::ibv_force_gid_auto_select "
-     "net_context_attr_t::ibv_gid_idx net_context_attr_t::ibv_odp_strategy "
-     "net_context_attr_t::ibv_prefetch_strategy "
-     "net_context_attr_t::use_dmabuf "
-     "net_context_t::get_attr_ibv_force_gid_auto_select "
-     "net_context_t::get_attr_ibv_gid_idx "
-     "net_context_t::get_attr_ibv_odp_strategy "
-     "net_context_t::get_attr_ibv_prefetch_strategy "
-     "net_context_t::get_attr_use_dmabuf",
-     "ibverbs, UCX and GPU memory settings of upstream's net context: this "
-     "library has no UCX or accelerator backend, and its ibv backend takes "
-     "ibv_gid_idx, ibv_force_gid_auto_select, ibv_odp_strategy and "
-     "ibv_prefetch_strategy (upstream's enum types) from the runtime, not a "
-     "net context"},
+     "net_context_attr_t::use_dmabuf net_context_t::get_attr_use_dmabuf",
+     "UCX and GPU memory settings of upstream's net context: this library "
+     "has no UCX or accelerator backend"},
     {"alloc_net_context_x::backend alloc_net_context_x::device_name "
-     "alloc_net_context_x::max_inject_size alloc_net_context_x::max_msg_size"
-     " alloc_net_context_x::ofi_provider_name attr_backend_t::none "
-     "attr_backend_t::ofi net_context_attr_t::backend "
-     "net_context_attr_t::device_name net_context_attr_t::max_inject_size "
-     "net_context_attr_t::max_msg_size net_context_attr_t::ofi_provider_name"
-     " net_context_attr_t::support_putimm net_context_t::get_attr_backend "
+     "attr_backend_t::none attr_backend_t::ofi net_context_attr_t::backend "
+     "net_context_attr_t::device_name net_context_t::get_attr_backend "
      "net_context_t::get_attr_device_name",
      "a net context is a handle on the runtime's one network context "
-     "(docs/ARCHITECTURE.md): the backend and its limits are chosen with the"
-     " runtime (alloc_runtime_x().backend(name), a string: ofi, shm, hybrid,"
-     " auto), not per net context or with upstream's attr_backend_t"},
+     "(docs/ARCHITECTURE.md): the backend is chosen with the runtime "
+     "(alloc_runtime_x().backend(name), a string: ofi, shm, hybrid, auto; "
+     "get_attr_backend gives that string), not per net context or with "
+     "upstream's attr_backend_t, and there is no device name setting; the "
+     "other settings of a net context are the runtime's (alloc_net_context_x"
+     " accepts the values in force)"},
     {"LCI_NET_LOCK_ALL LCI_NET_LOCK_MR LCI_NET_TRYLOCK_MAX "
      "LCI_NET_TRYLOCK_POLL LCI_NET_TRYLOCK_RECV LCI_NET_TRYLOCK_SEND "
      "alloc_device_x::net_send_reserved_pct alloc_device_x::ofi_lock_mode "
