@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "util/copy.hpp"
 #include "util/error.hpp"
 
 namespace lci
@@ -33,7 +34,7 @@ void* am_packet(runtime_impl_t* rt, const msg_header_t& hdr,
                         pool->attr.packet_size, " bytes)");
     }
     buf = pkt->data() + kHead;
-    if (size) std::memcpy(buf, payload, size);
+    util::copy_bytes(buf, payload, size);
   }
   // the receiver's until put_upacket
   pkt->recv_owner = nullptr;

@@ -16,6 +16,7 @@
 #include "core/rma.hpp"
 #include "core/send_comp.hpp"
 #include "resource/endpoint.hpp"
+#include "util/copy.hpp"
 #include "util/error.hpp"
 
 namespace lci
@@ -55,7 +56,7 @@ status_t post_out(const post_args_t& a)
   if (!p) return status_t(errorcode_t::retry_nopacket);
   std::memcpy(p->data(), &hdr, sizeof(hdr));
   if (a.size && !a.upacket)
-    std::memcpy(p->data() + sizeof(hdr), a.buffer, a.size);
+    util::copy_bytes(p->data() + sizeof(hdr), a.buffer, a.size);
   // the library owns a user packet before posting it: its completion may
   // recycle it at once (a packet from the backlog is the library's already)
   const bool was_owned = a.upacket && a.upacket->user_owned.exchange(

@@ -153,7 +153,7 @@ packet_t* packet_of_bytes(device_impl_t* dev, const char* data, size_t len)
     p = dev->pool->get();
   if (p) {
     p->recv_owner = nullptr;
-    std::memcpy(p->data(), data, len);
+    util::copy_bytes(p->data(), data, len);
   } else {
     p = packet_pool_impl_t::heap_packet(data, len);
     if (!p) return nullptr;

@@ -1,8 +1,9 @@
-// copy_small: a copy of at most 32 bytes without a call to memcpy, and
-// copy_bytes, which uses it up to 32 bytes: for the hot paths that move a
-// small message (the shm ring's push, an eager payload into its buffer).
+// copy_small: a copy of at most 32 bytes without a call to memcpy.
 // copy_large: a copy of buffers of kilobytes whose addresses the caller
-// does not choose (a user buffer and a page-aligned shared slot).
+// does not choose (a user buffer and a page-aligned shared slot or a ring).
+// copy_bytes, which uses copy_small up to 32 bytes and copy_large from
+// kLargeCopy: for the paths that move a message of any size (the shm
+// ring's push, an eager payload into its buffer).
 // Thread safety: pure functions.
 #ifndef LCI_UTIL_COPY_HPP
 #define LCI_UTIL_COPY_HPP
@@ -40,41 +41,50 @@ inline void copy_small(unsigned char* dst, const void* src, size_t n)
     for (size_t i = 0; i < n; ++i) dst[i] = s[i];
 }
 
-// A copy of any size: copy_small up to 32 bytes, else memcpy.
-inline void copy_bytes(void* dst, const void* src, size_t n)
-{
-  if (n <= 32)
-    copy_small(static_cast<unsigned char*>(dst), src, n);
-  else
-    std::memcpy(dst, src, n);
-}
+// The size from which copy_large checks the distance between its buffers:
+// glibc's `rep_movsb_threshold` on CPUs with fast short string moves
+// (FSRM), where its memcpy turns from a loop of vector moves, which 4 KiB
+// aliasing does not slow down, to `rep movsb` (up to about half a MiB),
+// which it does.
+constexpr size_t kLargeCopy = 2112;
+
+// The n bytes at src to dst (non-overlapping) from the end down
+// (copy.cpp): each load then lies below the stores still in flight, never
+// just above one modulo 4 KiB. 32-byte moves where the CPU has AVX2, the
+// stores aligned.
+void copy_backward(void* dst, const void* src, size_t n);
 
 // A copy of n bytes (non-overlapping) that does not hit the slow case of
-// glibc's `rep movsb` copy (used from about 2 KiB to half a MiB on CPUs
-// with fast string moves): on AMD Zen cores that copy runs an order of
+// glibc's `rep movsb` copy: on AMD Zen cores that copy runs an order of
 // magnitude slower when the destination lies 1 to 63 bytes past the source
 // modulo 4 KiB, because each load waits for stores it only appears to
 // alias. That is the usual case between a page-aligned shared slot and a
-// buffer from malloc (16 bytes past a page), so such pairs are copied in
-// 64-byte moves instead; every other pair goes to memcpy.
+// buffer from malloc (16 bytes past a page), and between a ring's 32-byte
+// slots and a user buffer at every few positions of the ring, so such pairs
+// are copied from the end down instead; every other pair goes to memcpy.
 inline void copy_large(void* dst, const void* src, size_t n)
 {
   const uintptr_t gap =
       (reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(src)) &
       4095;
-  if (n < 2048 || gap == 0 || gap >= 64) {
+  if (n < kLargeCopy || gap == 0 || gap >= 64) {
     std::memcpy(dst, src, n);
     return;
   }
-  auto* d = static_cast<unsigned char*>(dst);
-  const auto* s = static_cast<const unsigned char*>(src);
-  size_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    unsigned char x[64];
-    std::memcpy(x, s + i, 64);
-    std::memcpy(d + i, x, 64);
-  }
-  if (i < n) std::memcpy(d + i, s + i, n - i);
+  copy_backward(dst, src, n);
+}
+
+// A copy of any size whose addresses the caller does not choose (a
+// message between a ring or packet and a user buffer): copy_small up to 32
+// bytes, memcpy below kLargeCopy, copy_large from there.
+inline void copy_bytes(void* dst, const void* src, size_t n)
+{
+  if (n <= 32)
+    copy_small(static_cast<unsigned char*>(dst), src, n);
+  else if (n < kLargeCopy)
+    std::memcpy(dst, src, n);
+  else
+    copy_large(dst, src, n);
 }
 
 }  // namespace lci::util

@@ -1,6 +1,7 @@
 #include <cstring>
 
 #include "net/shm/device.hpp"
+#include "util/copy.hpp"
 
 namespace lci::net::shm
 {
@@ -186,7 +187,7 @@ bool shm_device_t::handle_other(int r, ring_consumer_t::msg_t m, cqe_t* out,
         err = "message larger than the receive buffer";
         len = rv.size;
       }
-      if (len) std::memcpy(rv.buf, m.payload, len);
+      util::copy_bytes(rv.buf, m.payload, len);
       cqe_t e{cqe_t::kind_t::recv, rv.ctx, len, 0, err};
       e.rank = r;  // the sender: its ring's index
       out[(*n)++] = e;

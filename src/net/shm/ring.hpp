@@ -224,7 +224,7 @@ class ring_producer_t
       std::memcpy(p, a, 16);
       p += 16;
     } else if (alen) {
-      std::memcpy(p, a, alen);
+      util::copy_bytes(p, a, alen);
       p += alen;
     }
     util::copy_bytes(p, b, blen);
