@@ -93,6 +93,15 @@ bool poll_until(pair_t& p, const std::function<bool()>& done,
   return true;
 }
 
+// whether `len` bytes at `data` are message `msg`'s pattern
+bool patterned_as(size_t msg, const void* data, size_t len)
+{
+  const auto* d = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < len; ++i)
+    if (d[i] != pattern(msg, i)) return false;
+  return true;
+}
+
 // `len` bytes of message `msg`'s pattern
 std::vector<char> patterned(size_t msg, size_t len)
 {
@@ -578,10 +587,8 @@ TEST(SocketDevice, LaggingReaderLosesNothing)
                    q.length != 1 + small_got % 300) {
           bad = "small message " + std::to_string(small_got) + " out of place";
         } else {
-          const auto* d = static_cast<const unsigned char*>(q.ctx);
-          for (size_t b = 0; b < q.length; ++b)
-            if (d[b] != pattern(small_got, b))
-              bad = "small message " + std::to_string(small_got) + " corrupt";
+          if (!patterned_as(small_got, q.ctx, q.length))
+            bad = "small message " + std::to_string(small_got) + " corrupt";
           ++small_got;
         }
       }
@@ -741,10 +748,8 @@ TEST(SocketDevice, FramesCutAnywhereArriveWhole)
                    (small_got == 10 && !rma_got)) {
           bad = "message " + std::to_string(small_got) + " out of place";
         } else {
-          const auto* d = static_cast<const unsigned char*>(c.ctx);
-          for (size_t b = 0; b < c.length; ++b)
-            if (d[b] != pattern(small_got, b))
-              bad = "message " + std::to_string(small_got) + " corrupt";
+          if (!patterned_as(small_got, c.ctx, c.length))
+            bad = "message " + std::to_string(small_got) + " corrupt";
           ++small_got;
         }
       }
