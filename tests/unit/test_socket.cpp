@@ -9,11 +9,15 @@
 // stalled poll sleeps instead of retrying the socket (the sender while its
 // peer does not read, the receiver while a payload is half there), and
 // large and small messages cross intact while the reader lags.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -86,6 +90,15 @@ bool poll_until(pair_t& p, const std::function<bool()>& done,
       for (size_t i = 0; i < n; ++i) on(d, cq[i]);
     }
   }
+  return true;
+}
+
+// whether `len` bytes at `data` are message `msg`'s pattern
+bool patterned_as(size_t msg, const void* data, size_t len)
+{
+  const auto* d = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < len; ++i)
+    if (d[i] != pattern(msg, i)) return false;
   return true;
 }
 
@@ -574,10 +587,8 @@ TEST(SocketDevice, LaggingReaderLosesNothing)
                    q.length != 1 + small_got % 300) {
           bad = "small message " + std::to_string(small_got) + " out of place";
         } else {
-          const auto* d = static_cast<const unsigned char*>(q.ctx);
-          for (size_t b = 0; b < q.length; ++b)
-            if (d[b] != pattern(small_got, b))
-              bad = "small message " + std::to_string(small_got) + " corrupt";
+          if (!patterned_as(small_got, q.ctx, q.length))
+            bad = "small message " + std::to_string(small_got) + " corrupt";
           ++small_got;
         }
       }
@@ -592,4 +603,164 @@ TEST(SocketDevice, LaggingReaderLosesNothing)
   for (size_t k = 0; k < nbig; ++k)
     ASSERT_EQ(std::memcmp(ins[k].data(), outs[k].data(), big), 0)
         << "message " << k;
+}
+
+// Large payloads one after the other, a small message between each two:
+// every byte arrives in order, and after the first large payload only the
+// few bytes that share a short read with a frame's start pass through the
+// input buffer (the rest is read straight into the posted receive).
+TEST(SocketDevice, LargePayloadsSkipTheInputBuffer)
+{
+  pair_t p;
+  const size_t big = size_t(1) << 20, nbig = 6;
+  std::vector<std::vector<char>> outs, ins(nbig, std::vector<char>(big));
+  for (size_t k = 0; k < nbig; ++k) outs.push_back(patterned(k + 40, big));
+  for (auto& b : ins)
+    ASSERT_TRUE(p.d1->post_recv(b.data(), big, &b).is_posted());
+  std::vector<std::vector<char>> small(nbig);
+  for (size_t k = 0; k < nbig; ++k) {
+    lci::error_t e = p.d0->post_send(1, outs[k].data(), big, &outs[k]);
+    ASSERT_TRUE(e.is_done() || e.is_posted());
+    small[k] = patterned(k, 1 + k % 300);
+    ASSERT_TRUE(p.d0->send_copy(1, small[k].data(), small[k].size(), nullptr, 0)
+                    .is_done());
+  }
+  size_t big_got = 0, small_got = 0;
+  ASSERT_TRUE(poll_until(
+      p, [&] { return big_got == nbig && small_got == nbig; },
+      [&](int d, const cqe_t& c) {
+        ASSERT_EQ(c.error, nullptr);
+        if (d == 0) return;
+        if (c.kind == cqe_t::kind_t::recv) {
+          ASSERT_EQ(c.ctx, &ins[big_got]);
+          ASSERT_EQ(c.length, big);
+          ASSERT_EQ(small_got, big_got);
+          ++big_got;
+          return;
+        }
+        ASSERT_EQ(small_got + 1, big_got);
+        expect_msg(small_got++, static_cast<const char*>(c.ctx), c.length);
+      }));
+  for (size_t k = 0; k < nbig; ++k)
+    ASSERT_EQ(std::memcmp(ins[k].data(), outs[k].data(), big), 0)
+        << "message " << k;
+  EXPECT_LE(p.d1->staged_bytes(), sk::kInBuf + nbig * sk::kPeekBytes);
+}
+
+namespace
+{
+
+void put_frame(std::vector<char>* s, sk::frame_t type, const void* pre,
+               size_t plen, const char* data, size_t len)
+{
+  sk::hdr_t h{
+      static_cast<uint32_t>(plen + len), static_cast<uint8_t>(type), {}};
+  const char* hp = reinterpret_cast<const char*>(&h);
+  s->insert(s->end(), hp, hp + sizeof(h));
+  const char* pp = static_cast<const char*>(pre);
+  if (plen) s->insert(s->end(), pp, pp + plen);
+  s->insert(s->end(), data, data + len);
+}
+
+}  // namespace
+
+// Rank 0 is a plain TCP socket of the test that writes a stream of frames
+// in pieces cut anywhere (inside headers, RMA extensions and payloads),
+// each piece read by rank 1's device before the next is written: small
+// messages, a message larger than the input buffer and a writeimm larger
+// than kDirectMin arrive whole and in order.
+TEST(SocketDevice, FramesCutAnywhereArriveWhole)
+{
+  sk::config_t c1 = config(1);
+  c1.wait_us = kSleepUs;
+  sk::socket_device_t d1(c1);
+  const std::string addr = d1.get_address();
+  const size_t colon = addr.rfind(':');
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(std::stoi(addr.substr(colon + 1))));
+  ASSERT_EQ(inet_pton(AF_INET, addr.substr(0, colon).c_str(), &a.sin_addr), 1);
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  struct closer_t {
+    int fd;
+    ~closer_t() { ::close(fd); }
+  } closer{fd};
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  const sk::hello_t hello{sk::kHelloMagic, 0};
+  ASSERT_EQ(::write(fd, &hello, sizeof(hello)), ssize_t(sizeof(hello)));
+  d1.connect({"127.0.0.1:1", addr});
+
+  const size_t big = sk::kInBuf + 1000, rma = 300 * 1024;
+  std::vector<char> big_out = patterned(70, big), big_in(big);
+  std::vector<char> rma_out = patterned(71, rma), region(rma, 'c');
+  const uint64_t key = 0x5151;
+  c1.keys->add(key, region.data(), rma);
+  ASSERT_TRUE(d1.post_recv(big_in.data(), big, &big_in).is_posted());
+  // message k: 1 + k % 300 bytes; the large one after message 3, the
+  // writeimm after message 9 (both then start while reads are short)
+  std::vector<char> stream;
+  const size_t nsmall = 40;
+  for (size_t k = 0; k < nsmall; ++k) {
+    std::vector<char> m = patterned(k, 1 + k % 300);
+    put_frame(&stream, sk::frame_t::msg, nullptr, 0, m.data(), m.size());
+    if (k == 3)
+      put_frame(&stream, sk::frame_t::msg, nullptr, 0, big_out.data(), big);
+    if (k == 9) {
+      sk::rma_t x{key, reinterpret_cast<uintptr_t>(region.data()), 0x77, 5};
+      put_frame(&stream, sk::frame_t::writeimm, &x, sizeof(x), rma_out.data(),
+                rma);
+    }
+  }
+  const size_t cuts[] = {1, 2, 3, 5, 7, 8, 9, 13, 31, 40, 41, 300, 4096, 70000};
+  size_t small_got = 0, at = 0, cut = 0;
+  bool big_got = false, rma_got = false;
+  std::string bad;
+  alignas(16) char scratch[4096];
+  cqe_t cq[16];
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (bad.empty() && (small_got < nsmall || !big_got || !rma_got) &&
+         std::chrono::steady_clock::now() < end) {
+    const uint64_t before = d1.data_recvs();
+    if (at < stream.size()) {
+      const size_t n = std::min(cuts[cut++ % 14], stream.size() - at);
+      ASSERT_EQ(::write(fd, stream.data() + at, n), ssize_t(n));
+      at += n;
+    }
+    // poll until the piece has been read (or what is left parsed)
+    do {
+      const size_t n = d1.poll_comp(cq, 16, scratch, sizeof(scratch));
+      for (size_t i = 0; i < n && bad.empty(); ++i) {
+        const cqe_t& c = cq[i];
+        if (c.error) {
+          bad = c.error;
+        } else if (c.kind == cqe_t::kind_t::recv) {
+          if (big_got || small_got != 4 || c.length != big)
+            bad = "the large message out of place";
+          big_got = true;
+        } else if (c.kind == cqe_t::kind_t::remote_write) {
+          if (rma_got || small_got != 10 || c.imm != 0x77)
+            bad = "the writeimm out of place";
+          rma_got = true;
+        } else if (c.kind != cqe_t::kind_t::message ||
+                   c.length != 1 + small_got % 300 ||
+                   (small_got == 4 && !big_got) ||
+                   (small_got == 10 && !rma_got)) {
+          bad = "message " + std::to_string(small_got) + " out of place";
+        } else {
+          if (!patterned_as(small_got, c.ctx, c.length))
+            bad = "message " + std::to_string(small_got) + " corrupt";
+          ++small_got;
+        }
+      }
+    } while (bad.empty() && at < stream.size() && d1.data_recvs() == before &&
+             std::chrono::steady_clock::now() < end);
+  }
+  ASSERT_EQ(bad, "");
+  ASSERT_EQ(at, stream.size());
+  ASSERT_EQ(small_got, nsmall);
+  ASSERT_TRUE(big_got);
+  ASSERT_TRUE(rma_got);
+  EXPECT_EQ(std::memcmp(big_in.data(), big_out.data(), big), 0);
+  EXPECT_EQ(std::memcmp(region.data(), rma_out.data(), rma), 0);
 }

@@ -20,8 +20,15 @@
 // the socket's lock for its whole copy, and the segments that arrive
 // meanwhile wait unacknowledged in the socket's backlog until it returns,
 // so one recv of a whole large payload stops the acks that free the
-// sender's send buffer. With few peers a poll tries recv on each; with
-// more, one epoll_wait(0) says which.
+// sender's send buffer. A payload with kDirectMin bytes or more still in
+// the socket when its header is parsed makes the
+// reads at its peer's next frame starts short (kPeekBytes, or the rest of
+// a frame bound for the input buffer): a large payload that follows one
+// puts at most a few hundred of its bytes into the input buffer, to be
+// copied out, instead of a whole buffer's worth, while small messages
+// after the last large one are read a buffer at a time again once
+// kExpectFrames frames have passed. With few peers a poll tries recv on
+// each; with more, one epoll_wait(0) says which.
 //
 // Failure: EOF or an error on a peer's connection fails every operation
 // still pending with that peer (queued sends, writes and reads waiting for
@@ -84,6 +91,15 @@ struct config_t {
 constexpr size_t kDirectPollPeers = 4;
 // bytes of a peer's input buffer
 constexpr size_t kInBuf = 256 * 1024;
+// a payload with this many bytes or more still in the socket (read
+// straight into its destination) makes
+// the reads at the next kExpectFrames frame starts of its peer short
+// (kPeekBytes, or the rest of a frame that goes through the input buffer)
+// so that a large payload behind them lands in the input buffer only for
+// its first bytes (device.hpp, Receiving)
+constexpr size_t kDirectMin = 64 * 1024;
+constexpr uint8_t kExpectFrames = 8;
+constexpr size_t kPeekBytes = 256;
 // polls in a row that stall (device.hpp, Waiting) before one sleeps
 constexpr uint32_t kStallPolls = 8;
 // bytes copied into a peer's output queue before send_copy says
@@ -118,6 +134,9 @@ class socket_device_t final : public net_device_t
   std::string debug_state() override;
   // recv calls that moved bytes so far (for tests)
   uint64_t data_recvs() const { return data_recvs_; }
+  // bytes of payloads read straight into their destination that came
+  // through the input buffer first, so far (for tests)
+  uint64_t staged_bytes() const { return staged_; }
 
  private:
   // an operation waiting for the target's answer (write, read, network
@@ -152,6 +171,9 @@ class socket_device_t final : public net_device_t
     uint64_t body_id = 0, body_imm = 0;
     const char* body_error = nullptr;  // the body's cqe fails with this
     bool body_acked = false;           // recv: answer body_id once delivered
+    // frames still to parse before reads ask for all the buffer's room
+    // again (kExpectFrames)
+    uint8_t expect = 0;
     std::unordered_map<uint64_t, op_t> ops;  // by id
   };
 
@@ -177,6 +199,7 @@ class socket_device_t final : public net_device_t
   struct sink_t;
   void progress_in(peer_t& p, sink_t& s);
   int read_more(peer_t& p);
+  size_t frame_ask(const peer_t& p) const;
   bool parse_one(peer_t& p, sink_t& s);
   bool continue_body(peer_t& p, sink_t& s);
   void finish_body(peer_t& p, sink_t& s);
@@ -203,6 +226,7 @@ class socket_device_t final : public net_device_t
   uint64_t next_id_ = 1;
   uint64_t moved_ = 0;       // bytes read and written by this device so far
   uint64_t data_recvs_ = 0;  // recv calls that moved bytes
+  uint64_t staged_ = 0;      // staged_bytes()
   uint32_t stalls_ = 0;      // polls in a row that stalled
 };
 

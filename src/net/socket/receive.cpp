@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -144,7 +145,14 @@ void socket_device_t::progress_in(peer_t& p, sink_t& s)
       continue;
     }
     if (p.tail - p.head >= sizeof(hdr_t)) {
-      if (parse_one(p, s)) continue;
+      if (parse_one(p, s)) {
+        // a payload mostly still in the socket: read straight through
+        if (p.body != body_t::none && p.left >= p.tail - p.head + kDirectMin)
+          p.expect = kExpectFrames;
+        else if (p.expect > 0)
+          --p.expect;
+        continue;
+      }
       if (p.blocked || p.dead) return;
     }
     if (!can_read) return;
@@ -154,9 +162,32 @@ void socket_device_t::progress_in(peer_t& p, sink_t& s)
   }
 }
 
+// How many bytes the next recv into `p`'s input buffer asks for while a
+// large payload may come next (p.expect): enough for the frame's header
+// and RMA extension, or for all of a frame that goes through the input
+// buffer, and little more, so that a large payload's bytes go straight to
+// their destination.
+size_t socket_device_t::frame_ask(const peer_t& p) const
+{
+  const size_t have = p.tail - p.head;
+  size_t ask = kPeekBytes;
+  if (have >= sizeof(hdr_t)) {
+    hdr_t h;
+    std::memcpy(&h, p.in.data() + p.head, sizeof(h));
+    const frame_t t = static_cast<frame_t>(h.type);
+    const size_t whole = sizeof(h) + h.len;
+    if ((t == frame_t::msg || t == frame_t::msg_acked) &&
+        whole <= p.in.size() && whole - have > ask)
+      ask = whole - have;
+  }
+  return ask;
+}
+
 // One recv into the input buffer (compacted first when the unparsed bytes
 // sit near its end): 0 when nothing came (or the connection failed), 1
-// when less than the free space, 2 when it filled the buffer (more may wait).
+// when less than it asked for, 2 when it got all it asked for (more may
+// wait). It asks for the buffer's free space, or frame_ask's bytes while a
+// large payload may come next.
 int socket_device_t::read_more(peer_t& p)
 {
   if (p.head == p.tail) {
@@ -166,17 +197,18 @@ int socket_device_t::read_more(peer_t& p)
     p.tail -= p.head;
     p.head = 0;
   }
-  const size_t space = p.in.size() - p.tail;
-  if (space == 0) return 0;
+  size_t ask = p.in.size() - p.tail;
+  if (ask == 0) return 0;
+  if (p.expect > 0) ask = std::min(ask, frame_ask(p));
   ssize_t n;
   do {
-    n = ::recv(p.fd, p.in.data() + p.tail, space, MSG_DONTWAIT);
+    n = ::recv(p.fd, p.in.data() + p.tail, ask, MSG_DONTWAIT);
   } while (n < 0 && errno == EINTR);
   if (n > 0) {
     ++data_recvs_;
     moved_ += static_cast<size_t>(n);
     p.tail += static_cast<size_t>(n);
-    return static_cast<size_t>(n) == space ? 2 : 1;
+    return static_cast<size_t>(n) == ask ? 2 : 1;
   }
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
   fail(p, recv_error(n, errno));
@@ -348,7 +380,10 @@ bool socket_device_t::continue_body(peer_t& p, sink_t& s)
 {
   const size_t take = std::min(p.tail - p.head, p.left);
   if (take) {
-    if (p.dst) std::memcpy(p.dst + p.got, p.in.data() + p.head, take);
+    if (p.dst) {
+      std::memcpy(p.dst + p.got, p.in.data() + p.head, take);
+      staged_ += take;
+    }
     p.head += take;
     p.got += take;
     p.left -= take;
