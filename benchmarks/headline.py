@@ -166,6 +166,9 @@ RUNS = {
                  "Collectives: large messages through the segment"),
     "hosts": (HOSTS, "d9307e0, 2026-11-27", "multihost_socket_2026-11-27.csv",
               "The native socket backend across two hosts"),
+    "hosts_bw": (HOSTS, "e859127, 2026-11-27",
+                 "multihost_bandwidth_e859127_2026-11-27.csv",
+                 "Two hosts, bandwidth with the direct payload receive"),
     "hosts_loaded": (HOSTS, "2a45ac4, 2026-11-27",
                      "multihost_bandwidth_loaded_2026-11-27.csv",
                      "Two hosts, large messages on a loaded machine"),
@@ -246,7 +249,8 @@ ROWS = [
      lambda f: results(f, "msgrate", 8, MPIS, False, False, scale=1e-6,
                        mode="thread-dedicated", threads=2)),
 ] + [
-    ("hosts", "bandwidth send/recv, %s, window 64" % label, "GB/s", False, 2,
+    ("hosts_bw", "bandwidth send/recv, %s, window 64" % label, "GB/s",
+     False, 2,
      lambda f, size=size: results(f, "bandwidth", size, MPIS, False, False,
                                   scale=1e-3))
     for label, size in (("1 MiB", MIB), ("4 MiB", 4 * MIB),
