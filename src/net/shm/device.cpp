@@ -43,7 +43,6 @@ shm_device_t::shm_device_t(const config_t& cfg)
   hot_.assign(lay_.nwords, 0);
   idle_.assign(static_cast<size_t>(cfg.rank_n), 0);
   lent_.reset(new int[static_cast<size_t>(cfg.rank_n)]);
-  lent_msgs_.reserve(64);
 }
 
 shm_device_t::~shm_device_t()
@@ -130,6 +129,7 @@ void shm_device_t::connect(const std::vector<std::string>& addrs)
     t.bit = uint64_t(1) << (cfg_.rank_me % 64);
     if (r != cfg_.rank_me) __atomic_fetch_add(&h->nmapped, 1, __ATOMIC_RELEASE);
   }
+  max_payload_ = tx_[0].prod.max_payload();
   try_unlink();
 }
 

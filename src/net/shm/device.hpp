@@ -26,9 +26,9 @@
 // copied by the backend: poll_comp hands the core a
 // message cqe pointing at its payload in the ring (the ring lends it,
 // ring.hpp take) and keeps the consumer lock; the core delivers every cqe
-// of the poll in place, then calls release(), which poisons the lent
-// messages' continuation slots, publishes the lending rings' heads (one
-// store each: the slots go back to their senders) and drops the lock. A
+// of the poll in place, then calls release(), which publishes the lending
+// rings' heads (one store per ring, whatever the number and sizes of its
+// lent messages: the slots go back to their senders) and drops the lock. A
 // poll that lent nothing drops the lock before it returns, and the core
 // skips its release (loan_marker). So the core never pre-posts a receive
 // (needs_recvs is false) and nothing is parked: a message waits in its
@@ -145,14 +145,17 @@ class shm_device_t final : public net_device_t
   // than a packet.
   route_caps_t route(int) override
   {
-    return route_caps_t{tx_[0].prod.max_payload(), true, kMaxEager};
+    return route_caps_t{max_payload_, true, kMaxEager};
   }
 
-  // the header and the payload straight into the ring: one copy
+  // the header and the payload straight into the ring: one copy (a core
+  // header and up to 8 bytes, one slot, with no call and no size check)
   error_t send_copy(int rank, const void* head, size_t hlen, const void* tail,
                     size_t tlen) override
   {
-    return push(rank, kMsg, head, hlen, tail, tlen, errorcode_t::done);
+    if (__builtin_expect(hlen == 16 && tlen <= 8, 1))
+      return push_one(rank, head, tail, tlen);
+    return push_any(rank, head, hlen, tail, tlen);
   }
 
   // copied into the ring: the buffer is free on return
@@ -247,11 +250,10 @@ class shm_device_t final : public net_device_t
 
   void check_size(size_t size)
   {
-    if (size > tx_[0].prod.max_payload())
+    if (__builtin_expect(size > max_payload_, 0))
       util::throw_fatal("native shm backend: a ", size,
                         "-byte message exceeds the ring's largest (",
-                        tx_[0].prod.max_payload(),
-                        "; raise LCI_ATTR_SHM_RING_SIZE)");
+                        max_payload_, "; raise LCI_ATTR_SHM_RING_SIZE)");
   }
 
   [[gnu::always_inline]] error_t push(int rank, uint16_t type, const void* a,
@@ -271,6 +273,32 @@ class shm_device_t final : public net_device_t
     return pushed ? error_t(ok) : error_t(errorcode_t::retry_nomem);
   }
 
+  // send_copy's general case (out of line: the one-slot case needs none of
+  // its registers)
+  [[gnu::noinline]] error_t push_any(int rank, const void* head, size_t hlen,
+                                     const void* tail, size_t tlen)
+  {
+    return push(rank, kMsg, head, hlen, tail, tlen, errorcode_t::done);
+  }
+
+  // push() of a 16-byte header and up to 8 bytes (ring_producer_t::push_one);
+  // when a fallback transfer is queued or the ring looks full, push_any
+  // (which locks again) decides, so that this path makes no call
+  [[gnu::always_inline]] error_t push_one(int rank, const void* head,
+                                          const void* tail, size_t tlen)
+  {
+    tx_ring_t& t = tx_[rank];
+    if (!t.lock.try_lock()) return errorcode_t::retry_lock;
+    if (__builtin_expect(t.jobs_ahead() || !t.prod.one_fits(), 0)) {
+      t.lock.unlock();
+      return push_any(rank, head, 16, tail, tlen);
+    }
+    t.prod.push_one(kMsg, head, tail, tlen);
+    t.ring_bell();
+    t.lock.unlock();
+    return errorcode_t::done;
+  }
+
   // delivery completions of post_send_network: the consumer's published
   // head has passed the message
   void check_network();
@@ -285,14 +313,26 @@ class shm_device_t final : public net_device_t
 
   // Handles the messages of ring r while there is room for completions:
   // a message (kMsg) up to kCopyMax is copied into the scratch buffer and
-  // consumed (one of one slot here, inline), a larger one lent in place
-  // (into lent_msgs_), both as message cqes; every other type is handled by
+  // consumed (one of one slot here, inline), a larger one lent in place,
+  // both as message cqes; every other type is handled by
   // handle_other and consumed; then publishes the ring's head, unless it lent
   // messages (the ring goes in lent_, release publishes). The common case works
   // on local copies of the ring's consumer state and of the scratch position
-  // (registers: the copy into the scratch may alias any member). True
-  // when the ring is (was seen) empty.
-  bool drain_ring(int r, cqe_t* out, size_t max, size_t* pn);
+  // (registers: the copy into the scratch may alias any member). Returns
+  // the completions' count (n before it) and whether the ring was seen
+  // empty, in registers.
+  struct drained_t {
+    size_t n;
+    bool empty;
+  };
+  drained_t drain_ring(int r, cqe_t* out, size_t max, size_t n);
+
+  // Cools down the rings `cool` of doorbell word w, hot ones idle for
+  // idle_polls_ polls: their bits cleared (doorbell_cool), then one more
+  // peek each (those with a message go into *pending); returns the word's
+  // hot rings after it.
+  [[gnu::noinline]] uint64_t cool_down(size_t w, uint64_t hot, uint64_t cool,
+                                       uint64_t* pending);
 
   // A ring message that is not a one-slot kMsg: a larger kMsg copied or
   // lent (or, in a raw poll, delivered into a posted receive), or RMA
@@ -306,12 +346,9 @@ class shm_device_t final : public net_device_t
   // the next receive posted by the raw layer, if any
   bool pop_recv(posted_recv_t* rv);
 
-  // gives the lent messages back and publishes their rings (under lock_)
+  // gives the lent messages back: publishes their rings (under lock_)
   void publish_lent()
   {
-    for (const ring_consumer_t::msg_t& m : lent_msgs_)
-      ring_consumer_t::give_back(m);
-    lent_msgs_.clear();
     for (uint32_t i = 0; i < nlent_; ++i) rx_[lent_[i]].publish();
     nlent_ = 0;
   }
@@ -323,6 +360,7 @@ class shm_device_t final : public net_device_t
   bool unlinked_ = false;
   std::vector<peer_t> peers_;
   std::unique_ptr<tx_ring_t[]> tx_;
+  size_t max_payload_ = 0;  // the rings' largest message (set at connect)
   std::atomic<int64_t> nnetwork_{0};
   // consumer side (under lock_)
   alignas(64) util::spinlock_t lock_;
@@ -331,11 +369,9 @@ class shm_device_t final : public net_device_t
   std::vector<uint64_t> hot_;      // rings polled directly, bits left set
   std::vector<uint32_t> idle_;     // a hot ring's polls in a row with nothing
   uint32_t idle_polls_ = cfg_.membarrier ? kIdlePollsHeavy : kIdlePolls;
-  // rings whose messages the core holds (nlent_ of them, each once), and
-  // those messages
+  // rings whose messages the core holds (nlent_ of them, each once)
   std::unique_ptr<int[]> lent_;
   uint32_t nlent_ = 0;
-  std::vector<ring_consumer_t::msg_t> lent_msgs_;
   // the current poll's scratch buffer (messages up to kCopyMax), and its free
   // bytes; null in a raw poll
   char* scratch_ = nullptr;

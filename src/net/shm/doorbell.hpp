@@ -103,8 +103,11 @@ inline void doorbell_ring(uint64_t* word, uint64_t bit, publish_t mode)
 {
   // the light side of the asymmetric fence: keeps the compiler from
   // hoisting the load above the stamp store (x86 keeps them in order
-  // except for store buffering, which the receiver's membarrier covers)
-  if (mode == publish_t::release) __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  // except for store buffering, which the receiver's membarrier covers);
+  // no instruction, so taken whatever the mode (a seq_cst stamp store
+  // needs none)
+  (void)mode;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
   if (!(__atomic_load_n(word, __ATOMIC_SEQ_CST) & bit))
     __atomic_fetch_or(word, bit, __ATOMIC_RELEASE);
 }

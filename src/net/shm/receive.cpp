@@ -56,60 +56,62 @@ size_t shm_device_t::drain(cqe_t* out, size_t max)
   size_t n = 0;
   const size_t nwords = lay_.nwords;
   for (size_t w = 0; w < nwords; ++w) {
-    uint64_t* bell = bell_word(w);
     // bits rung since the last poll: those rings become hot (their bits
     // stay set, so their senders skip the read-modify-write)
-    uint64_t hot = hot_[w] | __atomic_load_n(bell, __ATOMIC_RELAXED);
+    const uint64_t hot =
+        hot_[w] | __atomic_load_n(bell_word(w), __ATOMIC_RELAXED);
     uint64_t bits = hot | pending_[w];
+    if (!bits) continue;
     uint64_t pending = 0;
     uint64_t cool = 0;  // hot rings idle for idle_polls_ polls
-    while (bits) {
-      int b = __builtin_ctzll(bits);
+    do {
+      const int b = __builtin_ctzll(bits);
       bits &= bits - 1;
       const uint64_t bit = uint64_t(1) << b;
-      int r = static_cast<int>(w * 64) + b;
+      const int r = static_cast<int>(w * 64) + b;
       if (n >= max) {
-        if (!(hot & bit)) pending |= bit;
+        pending |= bit & ~hot;
         continue;
       }
-      size_t before = n;
-      bool empty = drain_ring(r, out, max, &n);
+      const drained_t d = drain_ring(r, out, max, n);
       if (!(hot & bit)) {
-        if (!empty) pending |= bit;
-        continue;
-      }
-      if (n > before || !empty) {
+        if (!d.empty) pending |= bit;
+      } else if (d.n > n || !d.empty) {
         idle_[r] = 0;
       } else if (++idle_[r] >= idle_polls_) {
         idle_[r] = 0;
         cool |= bit;
       }
-    }
-    if (cool) {
-      // cool down: clear the bits (one system call for all of them when
-      // heavy), then look once more (doorbell.hpp); if the membarrier
-      // fails, the rings stay hot and no ring cools down any more
-      if (!doorbell_cool(bell, cool, cfg_.membarrier)) {
-        idle_polls_ = UINT32_MAX;
-        cool = 0;
-      }
-      hot &= ~cool;
-      for (uint64_t c = cool; c; c &= c - 1) {
-        int r = static_cast<int>(w * 64) + __builtin_ctzll(c);
-        ring_consumer_t::msg_t m;
-        if (rx_[r].peek(&m)) pending |= c & -c;
-      }
-    }
-    hot_[w] = hot;
+      n = d.n;
+    } while (bits);
+    hot_[w] = cool ? cool_down(w, hot, cool, &pending) : hot;
     pending_[w] = pending;
   }
   return n;
 }
 
-bool shm_device_t::drain_ring(int r, cqe_t* out, size_t max, size_t* pn)
+uint64_t shm_device_t::cool_down(size_t w, uint64_t hot, uint64_t cool,
+                                 uint64_t* pending)
+{
+  // clear the bits (one system call for all of them when heavy), then look
+  // once more (doorbell.hpp); if the membarrier fails, the rings stay hot
+  // and no ring cools down any more
+  if (!doorbell_cool(bell_word(w), cool, cfg_.membarrier)) {
+    idle_polls_ = UINT32_MAX;
+    return hot;
+  }
+  for (uint64_t c = cool; c; c &= c - 1) {
+    int r = static_cast<int>(w * 64) + __builtin_ctzll(c);
+    ring_consumer_t::msg_t m;
+    if (rx_[r].peek(&m)) *pending |= c & -c;
+  }
+  return hot & ~cool;
+}
+
+shm_device_t::drained_t shm_device_t::drain_ring(int r, cqe_t* out, size_t max,
+                                                 size_t n)
 {
   ring_consumer_t c = rx_[r];
-  size_t n = *pn;
   char* scratch = scratch_;
   size_t left = scratch_left_;
   bool empty = false;
@@ -148,8 +150,7 @@ bool shm_device_t::drain_ring(int r, cqe_t* out, size_t max, size_t* pn)
   rx_[r] = c;
   scratch_ = scratch;
   scratch_left_ = left;
-  *pn = n;
-  return empty;
+  return drained_t{n, empty};
 }
 
 bool shm_device_t::handle_other(int r, ring_consumer_t::msg_t m, cqe_t* out,
@@ -174,7 +175,6 @@ bool shm_device_t::handle_other(int r, ring_consumer_t::msg_t m, cqe_t* out,
         out[(*n)++] =
             cqe_t{cqe_t::kind_t::message, const_cast<unsigned char*>(m.payload),
                   m.length, 0, nullptr};
-        lent_msgs_.push_back(m);
         c.take(m);
         return true;
       }

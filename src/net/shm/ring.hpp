@@ -27,26 +27,32 @@
 // The consumer reads the header word at its position with a seq_cst load
 // (an acquire load that also takes part in the doorbell's proof; a plain
 // load on x86); a stamp equal to its position's means a message is there
-// (and its payload is visible). Every slot is written once per lap, so
-// what the consumer finds at a position before the message arrives is the
-// previous lap's word there: an older stamp (2 * array size smaller, never
-// equal modulo 2^32 for arrays below 2^31 slots) or kPoison (0, never a
-// stamp: stamps are odd), which the consumer writes over the first word of
-// every continuation slot it consumed (stale payload bytes can never pass
-// for a stamp) and the producer over every slot a pad covers after its
-// header. A zero-filled ring holds no message.
+// (and its payload is visible). What the consumer finds at a position
+// before the message arrives is never a stamp: before publishing a message
+// (or a pad), the producer writes kPoison (0, never a stamp: stamps are
+// odd) over the first word of the slot that follows it, the next header
+// position, so that slot's older content (a continuation's payload bytes,
+// which could pass for any stamp, or a header of an earlier lap) is gone
+// before the consumer can reach it; the release store of the header orders
+// the poison before it. That word then changes only when the producer
+// publishes the message at that position (payload never reaches a slot's
+// first word before the slot's own position is consumed: a message's
+// continuation slots are positions the consumer skips). The consumer
+// writes nothing into the ring. A zero-filled ring holds no message.
 //
 // Flow control: the consumer's head (the position after its last consumed
 // message) is published to shared memory with a release store, in batches:
 // when a quarter of the ring has been consumed since the last publication,
 // and whenever the consumer calls publish() (the backend does at the end of
-// every poll). A message the consumer takes in place (take) is lent, not
-// consumed: nothing is published while a message is lent, and its
-// continuation slots are poisoned only when the caller gives it back
-// (give_back, once done with its bytes), before the publish() that hands
-// its slots to the producer. The producer caches the head and re-reads it
-// (acquire) only when the ring looks full. No atomic read-modify-write
-// anywhere.
+// every poll). The producer writes a message's slots and the slot after
+// them, so it keeps one slot free: a message goes in when its slots and the
+// one after them are all consumed slots of the previous lap. A message the
+// consumer takes in place (take) is lent, not consumed: nothing is published
+// while a message is lent, and publish() then hands the slots of every message
+// taken and popped so far back to the producer at once (one store, whatever the
+// messages' sizes and the order in which the caller finished with them).
+// The producer caches the head and re-reads it (acquire) only when the
+// ring looks full. No atomic read-modify-write anywhere.
 //
 // Thread safety: one producer and one consumer at a time (the backend holds
 // a try-lock per side).
@@ -103,21 +109,6 @@ inline uint16_t type_of(uint64_t word)
   return static_cast<uint16_t>(word >> 60);
 }
 
-// Writes kPoison over the first word of a message's continuation slots,
-// s[1] to s[k - 1] (s its header slot), four to an iteration: a 4 KiB
-// message has 128 of them, and the consumer poisons them on its hot path.
-inline void poison_continuations(slot_t* s, uint64_t k)
-{
-  uint64_t i = 1;
-  for (; i + 4 <= k; i += 4) {
-    s[i].word = kPoison;
-    s[i + 1].word = kPoison;
-    s[i + 2].word = kPoison;
-    s[i + 3].word = kPoison;
-  }
-  for (; i < k; ++i) s[i].word = kPoison;
-}
-
 // The consumer's published head: one cache line of its own, in shared memory.
 struct alignas(64) ring_ctrl_t {
   uint64_t head;
@@ -160,7 +151,7 @@ inline bool cpu_has_prefetchw()
 inline void prefetch_for_write(const void* p, bool prefetchw)
 {
 #if defined(__x86_64__)
-  if (prefetchw) {
+  if (__builtin_expect(prefetchw, 1)) {
     asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
     return;
   }
@@ -194,13 +185,14 @@ class ring_producer_t
 
   // Whether a message of `len` bytes fits now (the next push of up to `len`
   // bytes then succeeds: only the consumer changes the free space, and it
-  // only grows it).
+  // only grows it). One slot stays free: the slot after the message, which
+  // the push poisons.
   bool fits(size_t len)
   {
     uint64_t need = needed(len);
-    if (tail_ + need - cached_head_ <= nslots_) return true;
+    if (tail_ + need - cached_head_ < nslots_) return true;
     cached_head_ = load_acquire(&ctrl_->head);
-    return tail_ + need - cached_head_ <= nslots_;
+    return tail_ + need - cached_head_ < nslots_;
   }
 
   // Appends a message of type `type` (below kPad) whose payload is
@@ -212,9 +204,10 @@ class ring_producer_t
     const size_t len = alen + blen;
     const uint64_t k = slots_for(len);
     uint64_t idx = tail_ & (nslots_ - 1);
-    // the common case, checked on the cached head: no pad, room
+    // the common case, checked on the cached head: no pad, room for the
+    // message and the slot after it
     if (__builtin_expect(
-            idx + k > nslots_ || tail_ + k - cached_head_ > nslots_, 0)) {
+            idx + k > nslots_ || tail_ + k - cached_head_ >= nslots_, 0)) {
       if (!make_room(len)) return false;
       idx = tail_ & (nslots_ - 1);
     }
@@ -228,11 +221,42 @@ class ring_producer_t
       p += alen;
     }
     util::copy_bytes(p, b, blen);
-    publish(s, header_word(tail_, len, type));
+    const uint64_t word = header_word(tail_, len, type);
     tail_ += k;
+    poison(tail_);
+    publish(s, word);
     prefetch_for_write(&slots_[(tail_ + kPrefetchAhead) & (nslots_ - 1)],
                        prefetchw_);
     return true;
+  }
+
+  // Whether a one-slot message fits on the cached head (push_one's
+  // precondition; when false, push() re-reads the head).
+  bool one_fits() const { return tail_ + 1 - cached_head_ < nslots_; }
+
+  // push() of a one-slot message when one_fits(): a 16-byte `a` (the
+  // core's wire header) and up to 8 bytes of `b`, copied with fixed-size
+  // moves, no call. (One slot never needs a pad: the array is a whole
+  // number of slots.) The state is read once, before the stores into the
+  // ring, which the compiler must assume may alias it.
+  [[gnu::always_inline]] void push_one(uint16_t type, const void* a,
+                                       const void* b, size_t blen)
+  {
+    const uint64_t tail = tail_;
+    const uint64_t mask = nslots_ - 1;
+    slot_t* const slots = slots_;
+    const publish_t mode = mode_;
+    const bool prefetchw = prefetchw_;
+    slot_t* s = &slots[tail & mask];
+    std::memcpy(s->payload, a, 16);
+    if (__builtin_expect(blen == 8, 1))
+      std::memcpy(s->payload + 16, b, 8);
+    else
+      util::copy_small(s->payload + 16, b, blen);
+    tail_ = tail + 1;
+    __atomic_store_n(&slots[(tail + 1) & mask].word, kPoison, __ATOMIC_RELAXED);
+    publish(s, header_word(tail, 16 + blen, type), mode);
+    prefetch_for_write(&slots[(tail + 1 + kPrefetchAhead) & mask], prefetchw);
   }
 
   // the position after the last pushed message
@@ -252,24 +276,33 @@ class ring_producer_t
     if (!fits(len)) return false;
     uint64_t idx = tail_ & (nslots_ - 1);
     if (idx + slots_for(len) > nslots_) {
-      // pad to the end of the array (its slots poisoned: a stale stamp
-      // there could otherwise outlive many laps), then start over at 0
-      slot_t* s = &slots_[idx];
-      for (uint64_t i = idx + 1; i < nslots_; ++i) slots_[i].word = kPoison;
-      publish(s, header_word(tail_, (nslots_ - idx) * kSlot, kPad));
+      // pad to the end of the array, then start over at 0 (poisoned first,
+      // as after any message)
+      const uint64_t word = header_word(tail_, (nslots_ - idx) * kSlot, kPad);
       tail_ += nslots_ - idx;
+      poison(tail_);
+      publish(&slots_[idx], word);
     }
     return true;
   }
 
-  // the message at the tail is complete: its header word, written last
-  void publish(slot_t* s, uint64_t word)
+  // the header position `pos`, the slot after the message being pushed:
+  // no longer the consumer's (the room check keeps a slot free for it)
+  void poison(uint64_t pos)
   {
-    if (mode_ == publish_t::release)
+    __atomic_store_n(&slots_[pos & (nslots_ - 1)].word, kPoison,
+                     __ATOMIC_RELAXED);
+  }
+
+  // the message at the tail is complete: its header word, written last
+  static void publish(slot_t* s, uint64_t word, publish_t mode)
+  {
+    if (__builtin_expect(mode == publish_t::release, 1))
       store_release(&s->word, word);
     else
       store_seq_cst(&s->word, word);
   }
+  void publish(slot_t* s, uint64_t word) { publish(s, word, mode_); }
 
   // slots a message of `len` bytes takes from the tail, padding included
   uint64_t needed(size_t len) const
@@ -326,37 +359,24 @@ class ring_consumer_t
   // Consumes the message peek() returned.
   void pop(const msg_t& m)
   {
-    uint64_t k = slots_for(m.length);
-    poison_continuations(&slots_[head_ & (nslots_ - 1)], k);
-    head_ += k;
+    head_ += slots_for(m.length);
     maybe_publish();
   }
 
   // Moves past the message peek() returned and lends it: its slots stay as
-  // they are, and nothing is published, until give_back(m) and publish().
+  // they are, and nothing is published, until publish(), which the caller
+  // calls once done with the bytes of every message it took.
   void take(const msg_t& m)
   {
     head_ += slots_for(m.length);
     lent_ = true;
   }
 
-  // A message lent by take(), whose bytes the caller no longer reads: its
-  // continuation slots poisoned (as pop() does), ready for publish().
-  static void give_back(const msg_t& m)
-  {
-    const uint64_t k = slots_for(m.length);
-    // (a message never wraps: its slots follow its header slot)
-    poison_continuations(
-        reinterpret_cast<slot_t*>(const_cast<unsigned char*>(m.payload) -
-                                  kRingHeader),
-        k);
-  }
-
   // whether messages taken in place wait for publish()
   bool lent() const { return lent_; }
 
-  // Makes the consumed space available to the producer (that of lent
-  // messages included: each was given back).
+  // Makes the consumed space available to the producer, that of lent
+  // messages included: the caller no longer reads any of them.
   void publish()
   {
     lent_ = false;
