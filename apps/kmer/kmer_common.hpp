@@ -70,16 +70,65 @@ std::string usage(const char* prog, bool lci);
 // On the wire a k-mer takes ceil(2k/8) bytes, little-endian.
 inline int wire_bytes(int k) { return (2 * k + 7) / 8; }
 
+// The n (1 to 8) little-endian bytes at p, and their store. Both go
+// through whole 4- or 8-byte loads and stores of the buffer (overlapping
+// when n is not 4 or 8), never through a copy of n bytes into a variable:
+// reading that variable back whole would be a load wider than the stores
+// that wrote it, which the processor cannot forward from its store buffer,
+// so the load would wait for those stores to retire, and they retire only
+// after the cache misses of the k-mers before it (the Bloom filter and the
+// table). Every received k-mer would then wait for the previous one's
+// misses instead of overlapping them.
+inline uint64_t load_le(const uint8_t* p, int n)
+{
+  if (n == 8) {
+    uint64_t x;
+    std::memcpy(&x, p, 8);
+    return x;
+  }
+  if (n >= 4) {
+    uint32_t a, b;
+    std::memcpy(&a, p, 4);
+    std::memcpy(&b, p + n - 4, 4);
+    return a | (uint64_t(b) << (8 * (n - 4)));
+  }
+  return p[0] | (uint64_t(p[n / 2]) << (8 * (n / 2))) |
+         (uint64_t(p[n - 1]) << (8 * (n - 1)));
+}
+
+inline void store_le(uint8_t* p, uint64_t x, int n)
+{
+  if (n == 8) {
+    std::memcpy(p, &x, 8);
+    return;
+  }
+  if (n >= 4) {
+    uint32_t a = static_cast<uint32_t>(x);
+    uint32_t b = static_cast<uint32_t>(x >> (8 * (n - 4)));
+    std::memcpy(p, &a, 4);
+    std::memcpy(p + n - 4, &b, 4);
+    return;
+  }
+  for (int i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(x >> (8 * i));
+}
+
+// A k-mer of `bytes` (1 to 16) bytes: above 8, the low 8 bytes and the
+// high 8 (overlapping when bytes < 16).
 inline void put_kmer(uint8_t* p, u128 v, int bytes)
 {
-  std::memcpy(p, &v, bytes);
+  if (bytes <= 8) {
+    store_le(p, static_cast<uint64_t>(v), bytes);
+    return;
+  }
+  store_le(p, static_cast<uint64_t>(v), 8);
+  store_le(p + bytes - 8, static_cast<uint64_t>(v >> (8 * (bytes - 8))), 8);
 }
 
 inline u128 get_kmer(const uint8_t* p, int bytes)
 {
-  u128 v = 0;
-  std::memcpy(&v, p, bytes);
-  return v;
+  if (bytes <= 8) return load_le(p, bytes);
+  u128 hi = load_le(p + bytes - 8, 8);
+  return load_le(p, 8) | (hi << (8 * (bytes - 8)));
 }
 
 inline uint64_t mix64(uint64_t x)

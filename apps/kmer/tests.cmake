@@ -27,6 +27,12 @@ foreach(ref "31;reads31;${velvet}/reads.fq.gz"
                        FIXTURES_REQUIRED kmer_data FIXTURES_SETUP kmer_ref)
 endforeach()
 
+# the wire format of every k, byte by byte
+add_executable(kmer_test_wire test_wire.cpp)
+target_link_libraries(kmer_test_wire PRIVATE kmer_common)
+add_test(NAME kmer.wire COMMAND kmer_test_wire)
+set_tests_properties(kmer.wire PROPERTIES LABELS kmer TIMEOUT 60)
+
 # kmer_test(NAME RUN_ARGS...): test_kmer.sh run RUN_ARGS
 function(kmer_test name)
   add_test(NAME kmer.${name} COMMAND ${kmer_sh} run ${ARGN})
