@@ -566,8 +566,7 @@ extern allocator_default_t g_allocator_default;
 // arrives in memory that glibc has just taken from the kernel (it gives
 // large freed chunks and the top of its heap back), which the kernel must
 // fault in and zero before the payload lands. Classes are four per power
-// of two from 64 bytes (a buffer holds at most a quarter more than asked);
-// a buffer of 64 KiB or more starts on a page.
+// of two from 64 bytes (a buffer holds at most a quarter more than asked).
 // At most `max_cached_bytes` of free buffers are kept (by class capacity);
 // a buffer given back beyond that goes to std::free. Thread-safe (a lock
 // per class). The allocator must outlive every buffer it handed out, and

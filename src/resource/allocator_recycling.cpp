@@ -2,13 +2,7 @@
 //
 // Each buffer is preceded by a 16-byte header: its class, a tag that says
 // the buffer is ours, and the free list's link while the buffer is cached.
-// The header keeps the 16-byte alignment of malloc. A buffer of a class
-// from 64 KiB up starts on a page (its header at the end of the page
-// before): cross-memory attach copies into it with the kernel's `rep
-// movsb`, which is many times slower when the destination lies a few
-// bytes past the source modulo 4 KiB, and a page-aligned destination is
-// clear of that for every source offset below 4 KiB - 64 (a large source
-// from malloc starts 16 bytes into a page).
+// The header keeps the 16-byte alignment of malloc.
 #include <atomic>
 #include <cstdint>
 #include <lci.hpp>
@@ -30,8 +24,6 @@ constexpr unsigned kMinShift = 6;          // the smallest class: 64 bytes
 constexpr unsigned kMaxShift = 40;
 constexpr uint32_t kClasses = 1 + (kMaxShift - kMinShift) * 4;
 constexpr uint32_t kUncached = kClasses;
-constexpr size_t kPage = 4096;
-constexpr size_t kPageAlignFrom = size_t(64) << 10;
 
 struct header_t {
   uint32_t cls;
@@ -69,27 +61,6 @@ size_t capacity_of(uint32_t cls)
   return (size_t(1) << e) + (q << (e - 2));
 }
 
-bool page_aligned(size_t capacity) { return capacity >= kPageAlignFrom; }
-
-// A block for a buffer of `capacity` bytes: its header, or nullptr.
-header_t* new_block(size_t capacity)
-{
-  if (!page_aligned(capacity))
-    return static_cast<header_t*>(std::malloc(kHeader + capacity));
-  if (capacity > SIZE_MAX - kPage) return nullptr;
-  void* raw = nullptr;
-  if (posix_memalign(&raw, kPage, kPage + capacity) != 0) return nullptr;
-  return reinterpret_cast<header_t*>(static_cast<char*>(raw) + kPage - kHeader);
-}
-
-void free_block(header_t* h, size_t capacity)
-{
-  if (page_aligned(capacity))
-    std::free(reinterpret_cast<char*>(h) + kHeader - kPage);
-  else
-    std::free(h);
-}
-
 }  // namespace
 
 struct allocator_recycling_t::impl_t {
@@ -108,11 +79,10 @@ allocator_recycling_t::allocator_recycling_t(size_t max_cached_bytes)
 
 allocator_recycling_t::~allocator_recycling_t()
 {
-  for (uint32_t cls = 0; cls < kClasses; ++cls) {
-    impl_t::list_t& l = impl_->lists[cls];
+  for (impl_t::list_t& l : impl_->lists) {
     while (header_t* h = l.head) {
       l.head = h->next;
-      free_block(h, capacity_of(cls));
+      std::free(h);
     }
   }
 }
@@ -136,8 +106,8 @@ void* allocator_recycling_t::allocate(size_t size)
       return reinterpret_cast<char*>(h) + kHeader;
     }
   }
-  if (capacity > SIZE_MAX - kPage) return nullptr;
-  header_t* h = new_block(capacity);
+  if (capacity > SIZE_MAX - kHeader) return nullptr;
+  header_t* h = static_cast<header_t*>(std::malloc(kHeader + capacity));
   if (!h) return nullptr;
   h->cls = cls;
   h->tag = kTag;
@@ -156,7 +126,7 @@ void allocator_recycling_t::deallocate(void* ptr)
   const uint32_t cls = h->cls;
   if (cls == kUncached) {
     h->tag = 0;
-    free_block(h, kPageAlignFrom);  // larger than any class: on a page
+    std::free(h);
     return;
   }
   const size_t capacity = capacity_of(cls);
@@ -167,7 +137,7 @@ void allocator_recycling_t::deallocate(void* ptr)
   if (before + capacity > max_cached_) {
     impl_->cached.fetch_sub(capacity, std::memory_order_relaxed);
     h->tag = 0;
-    free_block(h, capacity);
+    std::free(h);
     return;
   }
   impl_t::list_t& l = impl_->lists[cls];
