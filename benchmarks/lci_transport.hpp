@@ -18,7 +18,7 @@
 // Active-message buffers come from the library's default allocator
 // (malloc; the receiver frees them), or, with LCI_BENCH_AM_ALLOCATOR=pool,
 // from am_pool_t below through set_allocator: what a runtime that receives
-// many small active messages would install.
+// many active messages would install.
 //
 // Sizes above the eager limit need the rendezvous protocol; each size is
 // first tried on a message to this rank itself, and a size the library
@@ -57,8 +57,10 @@ lci::status_t post_until_accepted(Op&& op, lci::device_t dev)
 // An allocator of active-message buffers (set_allocator): buffers of up to
 // kBlock bytes are recycled through a free list per thread (a buffer is
 // allocated by the thread that progresses and given back by the thread
-// that pops it, the same thread here), larger ones come from malloc. A
-// 16-byte header before each buffer says which.
+// that pops it, the same thread here); larger ones through the library's
+// lci::allocator_recycling_t (a free list per size class, bounded), so
+// that a large buffer keeps its pages instead of going back to glibc and
+// the kernel. A 16-byte header before each buffer says which.
 class am_pool_t final : public lci::allocator_base_t
 {
  public:
@@ -68,17 +70,20 @@ class am_pool_t final : public lci::allocator_base_t
 
   void* allocate(size_t size) override
   {
-    std::vector<char*>& list = free_list();
     char* p;
-    if (size <= kBlock && !list.empty()) {
-      p = list.back();
-      list.pop_back();
+    if (size <= kBlock) {
+      std::vector<char*>& list = free_list();
+      if (!list.empty()) {
+        p = list.back();
+        list.pop_back();
+        return p + kHeader;
+      }
+      p = static_cast<char*>(std::malloc(kHeader + kBlock));
     } else {
-      p = static_cast<char*>(
-          std::malloc(kHeader + (size <= kBlock ? kBlock : size)));
-      if (!p) return nullptr;
-      p[0] = size <= kBlock ? 1 : 0;
+      p = static_cast<char*>(large_.allocate(kHeader + size));
     }
+    if (!p) return nullptr;
+    p[0] = size <= kBlock ? 1 : 0;
     return p + kHeader;
   }
 
@@ -86,8 +91,12 @@ class am_pool_t final : public lci::allocator_base_t
   {
     if (!ptr) return;
     char* p = static_cast<char*>(ptr) - kHeader;
+    if (p[0] == 0) {
+      large_.deallocate(p);
+      return;
+    }
     std::vector<char*>& list = free_list();
-    if (p[0] == 1 && list.size() < kMaxFree)
+    if (list.size() < kMaxFree)
       list.push_back(p);
     else
       std::free(p);
@@ -106,6 +115,9 @@ class am_pool_t final : public lci::allocator_base_t
     static thread_local cache_t cache;
     return cache.blocks;
   }
+  // up to 2 GiB of free large buffers: a window of 64 messages of 16 MiB
+  // and the next window's
+  lci::allocator_recycling_t large_{size_t(2) << 30};
 };
 
 // How the benchmark gives an active message's buffer back.

@@ -559,6 +559,39 @@ class allocator_default_t : public allocator_base_t
 };
 extern allocator_default_t g_allocator_default;
 
+// A recycling allocator for set_allocator: a buffer given back with
+// deallocate goes onto a free list of its size class and is handed out
+// again by a later allocate of that class, so the pages of a large buffer
+// stay mapped and warm. With the default allocator a large active message
+// arrives in memory that glibc has just taken from the kernel (it gives
+// large freed chunks and the top of its heap back), which the kernel must
+// fault in and zero before the payload lands. Classes are four per power
+// of two from 64 bytes (a buffer holds at most a quarter more than asked).
+// At most `max_cached_bytes` of free buffers are kept (by class capacity);
+// a buffer given back beyond that goes to std::free. Thread-safe (a lock
+// per class). The allocator must outlive every buffer it handed out, and
+// its destructor frees the cached ones. Install it with
+// `lci::set_allocator(&a)`; the receiver then gives a buffer back with
+// `a.deallocate(buf)` (or get_allocator()->deallocate), never std::free.
+class allocator_recycling_t : public allocator_base_t
+{
+ public:
+  explicit allocator_recycling_t(size_t max_cached_bytes = size_t(1) << 30);
+  ~allocator_recycling_t() override;
+  allocator_recycling_t(const allocator_recycling_t&) = delete;
+  allocator_recycling_t& operator=(const allocator_recycling_t&) = delete;
+  void* allocate(size_t size) override;
+  void deallocate(void* ptr) override;
+  // bytes held in the free lists now (class capacities)
+  size_t cached_bytes() const;
+  size_t max_cached_bytes() const { return max_cached_; }
+
+ private:
+  struct impl_t;
+  std::unique_ptr<impl_t> impl_;
+  size_t max_cached_;
+};
+
 // An optional attribute value of an allocating call (set or not).
 template <typename T>
 class option_t

@@ -1052,6 +1052,118 @@ TEST_F(LciTest, ActiveMessageBuffersComeFromTheAllocator)
   lci::free_comp(&cq);
 }
 
+// allocator_recycling_t: a buffer given back is handed out again for a
+// request of its size class (four classes per power of two), large ones
+// included; other classes get other buffers.
+TEST_F(LciTest, RecyclingAllocatorReusesBuffersOfTheirClass)
+{
+  lci::allocator_recycling_t a;
+  EXPECT_EQ(a.cached_bytes(), 0u);
+  for (size_t size : {size_t(8), size_t(1000), size_t(64) << 10,
+                      size_t(1) << 20, size_t(16) << 20}) {
+    const size_t before = a.cached_bytes();  // smaller classes' buffers
+    char* p = static_cast<char*>(a.allocate(size));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 16, 0u);
+    std::memset(p, 0x5a, size);
+    a.deallocate(p);
+    EXPECT_GE(a.cached_bytes() - before, size);
+    EXPECT_LE(a.cached_bytes() - before, std::max<size_t>(64, size + size / 4));
+    void* q = a.allocate(size);
+    EXPECT_EQ(q, p) << "size " << size;
+    EXPECT_EQ(a.cached_bytes(), before);
+    a.deallocate(q);
+  }
+  // 65..80 bytes share a class, 81 starts the next; 1 MiB + 1 is not in
+  // the class of 1 MiB
+  void* p = a.allocate(65);
+  a.deallocate(p);
+  void* q = a.allocate(80);
+  EXPECT_EQ(q, p);
+  void* r = a.allocate(81);
+  EXPECT_NE(r, p);
+  a.deallocate(q);
+  a.deallocate(r);
+  void* m = a.allocate(size_t(1) << 20);
+  a.deallocate(m);
+  void* m1 = a.allocate((size_t(1) << 20) + 1);
+  EXPECT_NE(m1, m);
+  std::memset(m1, 1, (size_t(1) << 20) + 1);
+  a.deallocate(m1);
+  // giving a buffer back twice is caught, not cached twice
+  void* d = a.allocate(4096);
+  a.deallocate(d);
+  EXPECT_THROW(a.deallocate(d), lci::fatal_error);
+  void* d1 = a.allocate(4096);
+  void* d2 = a.allocate(4096);
+  EXPECT_EQ(d1, d);
+  EXPECT_NE(d2, d);
+  a.deallocate(d1);
+  a.deallocate(d2);
+}
+
+// The cache holds at most max_cached_bytes: buffers given back beyond it
+// are freed.
+TEST_F(LciTest, RecyclingAllocatorIsBounded)
+{
+  const size_t mib = size_t(1) << 20;
+  lci::allocator_recycling_t a(3 * mib);
+  EXPECT_EQ(a.max_cached_bytes(), 3 * mib);
+  std::vector<void*> bufs;
+  for (int i = 0; i < 5; ++i) bufs.push_back(a.allocate(mib));
+  for (void* b : bufs) a.deallocate(b);
+  EXPECT_EQ(a.cached_bytes(), 3 * mib);
+  // the three cached ones come back first, then fresh ones
+  std::set<void*> cached(bufs.begin(), bufs.begin() + 3);
+  std::vector<void*> again;
+  for (int i = 0; i < 3; ++i) {
+    again.push_back(a.allocate(mib));
+    EXPECT_EQ(cached.count(again.back()), 1u);
+  }
+  EXPECT_EQ(a.cached_bytes(), 0u);
+  again.push_back(a.allocate(mib));
+  EXPECT_EQ(a.cached_bytes(), 0u);
+  for (void* b : again) a.deallocate(b);
+  EXPECT_EQ(a.cached_bytes(), 3 * mib);
+  // a buffer larger than the bound is never cached
+  void* big = a.allocate(4 * mib);
+  a.deallocate(big);
+  EXPECT_EQ(a.cached_bytes(), 3 * mib);
+}
+
+// Installed with set_allocator, the recycling allocator gives a large
+// (rendezvous) active message the buffer of the one before it.
+TEST_F(LciTest, RecyclingAllocatorRecyclesActiveMessageBuffers)
+{
+  lci::allocator_recycling_t mine;
+  lci::set_allocator(&mine);
+  lci::comp_t cq = lci::alloc_cq();
+  lci::rcomp_t rc = lci::register_rcomp(cq);
+  const size_t size = size_t(1) << 20;
+  std::vector<unsigned char> out(size);
+  void* first = nullptr;
+  for (int i = 0; i < 3; ++i) {
+    fill_pattern(out.data(), out.size(), i);
+    lci::status_t s = lci_test::post_retry([&] {
+      return lci::post_am_x(0, out.data(), size, lci::COMP_NULL, rc)();
+    });
+    ASSERT_FALSE(s.is_retry());
+    lci::status_t st = pop_wait(cq);
+    ASSERT_TRUE(st.is_done());
+    ASSERT_EQ(st.size, size);
+    EXPECT_EQ(first_pattern_mismatch(st.buffer, st.size, i), -1);
+    if (i == 0)
+      first = st.buffer;
+    else
+      EXPECT_EQ(st.buffer, first) << "message " << i;
+    lci::get_allocator()->deallocate(st.buffer);
+  }
+  EXPECT_GE(mine.cached_bytes(), size);
+  lci::set_allocator(nullptr);
+  lci::deregister_rcomp(rc);
+  lci::free_comp(&cq);
+}
+
 TEST_F(LciTest, RemoteCompHandlesAreDistinct)
 {
   lci::comp_t a = lci::alloc_cq(), b = lci::alloc_cq();
