@@ -314,11 +314,16 @@ class comp_impl_t
 class comp_t
 {
  public:
+  using attr_t = comp_attr_t;
   comp_impl_t* p_impl;
   comp_t() : p_impl(nullptr) {}
   explicit comp_t(comp_impl_t* p) : p_impl(p) {}
+  // upstream LCI 2's: a handle from its get_impl() kept as void*
+  comp_t(void* p) : p_impl(static_cast<comp_impl_t*>(p)) {}
+  comp_t(std::nullptr_t) : p_impl(nullptr) {}
   bool is_empty() const { return p_impl == nullptr; }
   comp_impl_t* get_impl() const { return p_impl; }
+  void set_impl(comp_impl_t* p) { p_impl = p; }
   bool operator==(const comp_t& o) const { return p_impl == o.p_impl; }
   bool operator!=(const comp_t& o) const { return p_impl != o.p_impl; }
   // the object's attributes; throw lci::fatal_error on an empty handle or
@@ -355,6 +360,10 @@ class mr_t
   mr_impl_t* p_impl;
   mr_t() : p_impl(nullptr) {}
   explicit mr_t(mr_impl_t* p) : p_impl(p) {}
+  // upstream LCI 2's: a handle from its get_impl() kept as void*
+  mr_t(void* p) : p_impl(static_cast<mr_impl_t*>(p)) {}
+  mr_t(std::nullptr_t) : p_impl(nullptr) {}
+  void set_impl(mr_impl_t* p) { p_impl = p; }
   // no registration: the empty handle or a memory kind (MR_DEVICE,
   // MR_UNKNOWN below)
   bool is_empty() const { return reinterpret_cast<uintptr_t>(p_impl) < 3; }
@@ -397,9 +406,14 @@ struct net_context_attr_t {
 class net_context_t
 {
  public:
+  using attr_t = net_context_attr_t;
   net_context_impl_t* p_impl;
   net_context_t() : p_impl(nullptr) {}
   explicit net_context_t(net_context_impl_t* p) : p_impl(p) {}
+  // upstream LCI 2's: a handle from its get_impl() kept as void*
+  net_context_t(void* p) : p_impl(static_cast<net_context_impl_t*>(p)) {}
+  net_context_t(std::nullptr_t) : p_impl(nullptr) {}
+  void set_impl(net_context_impl_t* p) { p_impl = p; }
   bool is_empty() const { return p_impl == nullptr; }
   net_context_impl_t* get_impl() const { return p_impl; }
   bool operator==(const net_context_t& o) const { return p_impl == o.p_impl; }
@@ -431,9 +445,14 @@ class endpoint_impl_t;
 class endpoint_t
 {
  public:
+  using attr_t = endpoint_attr_t;
   endpoint_impl_t* p_impl;
   endpoint_t() : p_impl(nullptr) {}
   explicit endpoint_t(endpoint_impl_t* p) : p_impl(p) {}
+  // upstream LCI 2's: a handle from its get_impl() kept as void*
+  endpoint_t(void* p) : p_impl(static_cast<endpoint_impl_t*>(p)) {}
+  endpoint_t(std::nullptr_t) : p_impl(nullptr) {}
+  void set_impl(endpoint_impl_t* p) { p_impl = p; }
   bool is_empty() const { return p_impl == nullptr; }
   endpoint_impl_t* get_impl() const { return p_impl; }
   bool operator==(const endpoint_t& o) const { return p_impl == o.p_impl; }

@@ -109,10 +109,16 @@ def gen_handle(r):
     out.append("// %s\n" % r.doc)
     out.append("class %s_t {\n public:\n" % n)
     out.append("  %s_impl_t* p_impl;\n" % n)
+    out.append("  using attr_t = %s_attr_t;\n" % n)
     out.append("  %s_t() : p_impl(nullptr) {}\n" % n)
     out.append("  explicit %s_t(%s_impl_t* p) : p_impl(p) {}\n" % (n, n))
+    out.append("  // upstream LCI 2's: a handle from its get_impl() kept as void*\n")
+    out.append("  %s_t(void* p) : p_impl(static_cast<%s_impl_t*>(p)) {}\n"
+               % (n, n))
+    out.append("  %s_t(std::nullptr_t) : p_impl(nullptr) {}\n" % n)
     out.append("  bool is_empty() const { return p_impl == nullptr; }\n")
     out.append("  %s_impl_t* get_impl() const { return p_impl; }\n" % n)
+    out.append("  void set_impl(%s_impl_t* p) { p_impl = p; }\n" % n)
     out.append("  bool operator==(const %s_t& o) const "
                "{ return p_impl == o.p_impl; }\n" % n)
     out.append("  bool operator!=(const %s_t& o) const "

@@ -197,6 +197,26 @@ RESOURCES = [
              "engine: accepted and reported; the runtime makes its default "
              "engine either way (a program that passes its own engine to "
              "each call never touches it)"),
+        attr("size_t", "packet_return_threshold", 4096,
+             "upstream LCI 2's size above which a sent packet goes back to "
+             "the sending thread's share of its pool rather than the "
+             "progress thread's: accepted and reported; here a packet goes "
+             "back to the share of the thread that frees it, whatever its "
+             "size (a cache placement choice, no change in what is "
+             "delivered)"),
+        attr("int", "imm_nbits_tag", 16,
+             "upstream LCI 2's bits of a message's 32-bit immediate data "
+             "that carry its tag (larger tags travel in the payload there): "
+             "accepted and reported; here every message header carries the "
+             "whole tag, so every tag up to max_tag takes the same path "
+             "(get_attr_max_imm_tag reports max_tag). As upstream, "
+             "imm_nbits_tag and imm_nbits_rcomp are at least 0 and sum to "
+             "at most 31, else alloc_runtime is a fatal_error"),
+        attr("int", "imm_nbits_rcomp", 15,
+             "upstream LCI 2's bits of the immediate data that carry a "
+             "remote completion handle: accepted and reported, as "
+             "imm_nbits_tag; the header carries the whole handle "
+             "(get_attr_max_imm_rcomp reports max_rcomp)"),
         attr("bool", "alloc_default_packet_pool", True,
              "false: the default device pre-posts no receives from the "
              "default packet pool (its net_max_recvs is 0), so that raw "
@@ -282,6 +302,20 @@ RESOURCES = [
              "upstream LCI 2's switch of the device's default endpoint: "
              "accepted and reported; a device here has its one endpoint "
              "(get_default_endpoint) either way"),
+        attr("double", "net_send_reserved_pct", 0.25,
+             "upstream LCI 2's fraction (0 to 1) of the send queue kept for "
+             "the messages that progress sends: accepted (a value outside "
+             "0 to 1 is a fatal_error) and reported; here a message of "
+             "progress that finds the send queue full waits in the device's "
+             "backlog, which progress posts as slots free up, so no slots "
+             "are set apart for it"),
+        attr("bool", "use_reg_cache", True,
+             "upstream LCI 2's registration cache switch of a device: "
+             "accepted and reported; the cache here belongs to the runtime "
+             "(ibv_reg_cache: the ibv backend shares one registration "
+             "among registrations of the regions it covers), the other "
+             "backends register nothing; either way each mr_t is valid "
+             "until it is deregistered"),
         attr("bool", "alloc_progress_endpoint", False,
              "upstream LCI 2's separate endpoint for the messages that "
              "progress sends (acknowledgements, rendezvous replies): "
@@ -303,6 +337,13 @@ RESOURCES = [
     Resource("matching_engine", [
         attr("size_t", "num_buckets", 65536,
              "hash buckets of the matching table"),
+        attr("attr_matching_engine_type_t", "matching_engine_type", "map",
+             "upstream LCI 2's choice of matching structure: map (a hash "
+             "table keyed by the matching policy's key, what this library "
+             "has) or queue (one list searched in order); both match a "
+             "receive with the oldest send of its key and the reverse, so "
+             "queue is accepted, reported, and served by the hash table",
+             choices=["queue", "map"]),
     ], "matches incoming sends with posted receives"),
     Resource("sync", [
         attr("int", "threshold", 1, "signals needed before the synchronizer "
@@ -332,6 +373,19 @@ IDENTITY = [
 # by resource: like IDENTITY, not from the environment, not in
 # global_attr_t; the allocation fills them in
 REPORTED = {
+    "runtime": [
+        attr("uint64_t", "max_imm_tag", 0,
+             "the largest tag that travels with no extra bytes, also the "
+             "largest of a put with a signal (upstream LCI 2's): here "
+             "every header carries the whole tag, so max_tag"),
+        attr("uint64_t", "max_imm_rcomp", 0,
+             "the largest remote completion handle that travels with no "
+             "extra bytes, also the largest of a put with a signal "
+             "(upstream LCI 2's): here max_rcomp"),
+        attr("uint64_t", "max_rcomp", 0,
+             "the largest remote completion handle (register_rcomp, "
+             "reserve_rcomps): the header field's limit"),
+    ],
     "device": [attr("int", "uid", -1,
                     "a number unique among the process's devices, given at "
                     "allocation")],

@@ -90,6 +90,10 @@ device_t alloc_device_x::call_impl(runtime_t runtime, packet_pool_t packet_pool,
 {
   runtime_impl_t* rt = resolve_runtime(runtime, "alloc_device");
   detail::check_device_enums(attr, "alloc_device");
+  if (!(attr.net_send_reserved_pct >= 0.0 && attr.net_send_reserved_pct <= 1.0))
+    util::throw_fatal("alloc_device: net_send_reserved_pct ",
+                      attr.net_send_reserved_pct,
+                      " is not a fraction between 0 and 1");
   if (!net_context.is_empty()) {
     globals::net_contexts().check(net_context.p_impl, "alloc_device",
                                   "net context");

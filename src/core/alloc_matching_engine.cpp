@@ -18,6 +18,7 @@ matching_engine_t alloc_matching_engine_x::call_impl(
     const matching_engine_attr_t& attr)
 {
   runtime_impl_t* rt = resolve_runtime(runtime, "alloc_matching_engine");
+  detail::check_matching_engine_enums(attr, "alloc_matching_engine");
   auto* me = new matching_engine_impl_t(attr);
   me->make_key_fn = make_key;
   me->runtime = rt;

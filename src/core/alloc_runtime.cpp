@@ -83,6 +83,11 @@ void setup_runtime(runtime_impl_t* rt)
   if (rt->attr.max_tag == ANY_TAG)
     util::throw_fatal("alloc_runtime: max_tag ", rt->attr.max_tag,
                       " would include ANY_TAG");
+  // every message header carries the whole tag and remote completion
+  // handle, puts with a signal included: no smaller "immediate" limits
+  rt->attr.max_imm_tag = rt->attr.max_tag;
+  rt->attr.max_rcomp = msg_header_t::kAuxMax;
+  rt->attr.max_imm_rcomp = rt->attr.max_rcomp;
   const std::string requested = rt->attr.bootstrap_backend;
   try {
     rt->bootstrap = bootstrap::get_backend(rt->attr.bootstrap_backend);
@@ -186,6 +191,15 @@ void setup_runtime(runtime_impl_t* rt)
 runtime_t alloc_runtime_x::call_impl(const runtime_attr_t& attr)
 {
   detail::check_runtime_enums(attr, "alloc_runtime");
+  // upstream LCI 2's split of its 32-bit immediate data: nothing here
+  // depends on it (every header carries the whole tag and handle), but a
+  // split upstream refuses is refused too
+  if (attr.imm_nbits_tag < 0 || attr.imm_nbits_rcomp < 0 ||
+      attr.imm_nbits_tag + attr.imm_nbits_rcomp > 31)
+    util::throw_fatal("alloc_runtime: imm_nbits_tag (", attr.imm_nbits_tag,
+                      ") and imm_nbits_rcomp (", attr.imm_nbits_rcomp,
+                      ") must be at least 0 and sum to at most 31, the bits "
+                      "of immediate data they share");
   auto* rt = new runtime_impl_t(attr);
   try {
     setup_runtime(rt);

@@ -48,6 +48,16 @@ int64_t parse_int(const char* name, const char* v)
   return x;
 }
 
+double parse_double(const char* name, const char* v)
+{
+  errno = 0;
+  char* end = nullptr;
+  double x = std::strtod(v, &end);
+  if (end == v || *end != '\0' || errno == ERANGE)
+    throw_fatal("environment ", name, "=", v, ": not a number");
+  return x;
+}
+
 std::string env_attr_choice(const char* name, const char* def,
                             std::initializer_list<const char*> choices)
 {

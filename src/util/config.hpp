@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 
 #include "util/error.hpp"
 
@@ -19,6 +20,7 @@ const char* env_get(const char* name);
 bool parse_bool(const char* name, const char* value);
 uint64_t parse_uint(const char* name, const char* value);
 int64_t parse_int(const char* name, const char* value);
+double parse_double(const char* name, const char* value);
 
 template <typename T>
 T env_attr(const char* name, T def)
@@ -27,6 +29,8 @@ T env_attr(const char* name, T def)
   if (!v) return def;
   if constexpr (std::is_same_v<T, bool>) {
     return parse_bool(name, v);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<T>(parse_double(name, v));
   } else if constexpr (std::is_unsigned_v<T>) {
     uint64_t x = parse_uint(name, v);
     if (x > static_cast<uint64_t>(static_cast<T>(-1)))

@@ -657,6 +657,134 @@ TEST(Compat, DefaultResourceSwitches)
   lci::free_runtime(&rt);
 }
 
+// upstream's settings of its own implementation: a value that changes
+// nothing here is accepted and reported, one upstream refuses is refused
+// here too, and the "immediate" limits report what the header carries.
+TEST(Compat, UpstreamImplementationSettings)
+{
+  lci::global_attr_t g = lci::get_g_default_attr();
+  EXPECT_EQ(g.packet_return_threshold, 4096u);
+  EXPECT_EQ(g.imm_nbits_tag, 16);
+  EXPECT_EQ(g.imm_nbits_rcomp, 15);
+  EXPECT_EQ(g.net_send_reserved_pct, 0.25);
+  EXPECT_TRUE(g.use_reg_cache);
+  EXPECT_EQ(g.matching_engine_type, lci::attr_matching_engine_type_t::map);
+  EXPECT_EQ(static_cast<int>(lci::attr_matching_engine_type_t::queue), 0);
+  EXPECT_EQ(static_cast<int>(lci::attr_matching_engine_type_t::map), 1);
+  {
+    lci_test::env_guard_t env("LCI_ATTR_NET_SEND_RESERVED_PCT", "0.5");
+    EXPECT_EQ(lci::get_g_default_attr().net_send_reserved_pct, 0.5);
+  }
+  {
+    lci_test::env_guard_t env("LCI_ATTR_NET_SEND_RESERVED_PCT", "half");
+    EXPECT_THAT(fatal_message([] { lci::get_g_default_attr(); }),
+                HasSubstr("LCI_ATTR_NET_SEND_RESERVED_PCT=half: not a number"));
+  }
+
+  lci::runtime_t rt = lci::alloc_runtime_x()
+                          .packet_return_threshold(100)
+                          .imm_nbits_tag(4)
+                          .imm_nbits_rcomp(27)
+                          .max_tag(1000)();
+  EXPECT_EQ(rt.get_attr_packet_return_threshold(), 100u);
+  EXPECT_EQ(rt.get_attr_imm_nbits_tag(), 4);
+  EXPECT_EQ(rt.get_attr_imm_nbits_rcomp(), 27);
+  // every header carries the whole tag and handle
+  EXPECT_EQ(rt.get_attr_max_imm_tag(), 1000u);
+  EXPECT_EQ(rt.get_attr_max_rcomp(), (1u << 24) - 1);
+  EXPECT_EQ(rt.get_attr_max_imm_rcomp(), rt.get_attr_max_rcomp());
+  EXPECT_EQ(rt.get_attr().max_imm_tag, 1000u);
+  // a tag past upstream's 4 immediate bits still matches
+  {
+    int in = 0, out = 42;
+    lci::comp_t sync = lci::alloc_sync_x().runtime(rt)();
+    lci::status_t st;
+    do {
+      st = lci::post_recv_x(0, &in, sizeof(in), 999, sync).runtime(rt)();
+    } while (st.is_retry());
+    lci::post_send_x(0, &out, sizeof(out), 999, lci::COMP_NULL).runtime(rt)();
+    if (st.is_posted()) lci::sync_wait_x(sync, &st).runtime(rt)();
+    EXPECT_EQ(in, 42);
+    EXPECT_EQ(st.tag, 999u);
+    lci::free_comp(&sync);
+  }
+
+  lci::device_t dev = lci::alloc_device_x()
+                          .runtime(rt)
+                          .net_send_reserved_pct(0.0)
+                          .use_reg_cache(false)();
+  EXPECT_EQ(dev.get_attr_net_send_reserved_pct(), 0.0);
+  EXPECT_FALSE(dev.get_attr_use_reg_cache());
+  EXPECT_FALSE(dev.get_attr().use_reg_cache);
+  lci::free_device_x(&dev).runtime(rt)();
+  for (double bad : {-0.1, 1.5}) {
+    EXPECT_THAT(
+        fatal_message([&] {
+          lci::alloc_device_x().runtime(rt).net_send_reserved_pct(bad)();
+        }),
+        HasSubstr("is not a fraction between 0 and 1"))
+        << bad;
+  }
+
+  for (auto type : {lci::attr_matching_engine_type_t::queue,
+                    lci::attr_matching_engine_type_t::map}) {
+    lci::matching_engine_t me =
+        lci::alloc_matching_engine_x().runtime(rt).matching_engine_type(type)();
+    EXPECT_EQ(me.get_attr_matching_engine_type(), type);
+    EXPECT_EQ(me.get_attr().matching_engine_type, type);
+    lci::free_matching_engine_x(&me).runtime(rt)();
+  }
+  lci::matching_engine_t me =
+      lci::alloc_matching_engine_x().runtime(rt).matching_engine_type(
+          "queue")();
+  EXPECT_EQ(me.get_attr_matching_engine_type(),
+            lci::attr_matching_engine_type_t::queue);
+  lci::free_matching_engine_x(&me).runtime(rt)();
+  EXPECT_THAT(fatal_message([&] {
+                lci::alloc_matching_engine_x().runtime(rt).matching_engine_type(
+                    static_cast<lci::attr_matching_engine_type_t>(4))();
+              }),
+              HasSubstr("matching_engine_type 4 is not a value of "
+                        "attr_matching_engine_type_t"));
+  lci::free_runtime(&rt);
+
+  // upstream's bound on the split of its 32 immediate bits
+  for (auto bits :
+       {std::make_pair(16, 16), std::make_pair(-1, 4), std::make_pair(4, -1)}) {
+    EXPECT_THAT(fatal_message([&] {
+                  lci::alloc_runtime_x()
+                      .imm_nbits_tag(bits.first)
+                      .imm_nbits_rcomp(bits.second)();
+                }),
+                HasSubstr("must be at least 0 and sum to at most 31"))
+        << bits.first << " " << bits.second;
+  }
+}
+
+// upstream's handles convert from void* (clients keep get_impl() in a
+// void* of their own) and from nullptr
+TEST_F(LciTest, HandlesFromVoidPointers)
+{
+  lci::comp_t cq = lci::alloc_cq();
+  void* kept = cq.get_impl();
+  lci::comp_t again(kept);
+  EXPECT_EQ(again, cq);
+  lci::comp_signal(again, lci::status_t(lci::errorcode_t::done));
+  EXPECT_TRUE(lci::cq_pop(cq).is_done());
+  lci::comp_t none = nullptr;
+  EXPECT_TRUE(none.is_empty());
+  none.set_impl(cq.get_impl());
+  EXPECT_EQ(none, cq);
+  lci::free_comp(&cq);
+  lci::device_t dev = lci::get_default_device();
+  lci::device_t copy(static_cast<void*>(dev.get_impl()));
+  EXPECT_EQ(copy, dev);
+  lci::device_t::attr_t attr = copy.get_attr();
+  EXPECT_EQ(attr.uid, dev.get_attr_uid());
+  lci::runtime_t rt = nullptr;
+  EXPECT_TRUE(rt.is_empty());
+}
+
 // get_g_default_attr / set_g_default_attr: the defaults of every later
 // allocation, until the last global_finalize forgets them.
 TEST(Compat, GlobalDefaultAttributes)

@@ -194,7 +194,6 @@ CHECK(lci::comp_semantic_t::network);
 CHECK(lci::attr_rdv_protocol_t::auto_select);
 CHECK(lci::attr_rdv_protocol_t::write);
 CHECK(lci::attr_rdv_protocol_t::writeimm);
-// attr_matching_engine_type_t
 // attr_comp_type_t
 // attr_cq_type_t
 CHECK(lci::attr_cq_type_t::array_atomic);
@@ -238,6 +237,66 @@ RETURNS(bool, D<const lci::device_t&>().get_attr_alloc_default_endpoint());
 RETURNS(bool, D<const lci::device_t&>().get_attr_alloc_progress_endpoint());
 CHECK(lci::alloc_device_x().alloc_default_endpoint(D<bool>()));
 CHECK(lci::alloc_device_x().alloc_progress_endpoint(D<bool>()));
+// upstream's settings of its own implementation, accepted and reported
+RETURNS(size_t, D<lci::global_attr_t&>().packet_return_threshold);
+RETURNS(size_t, D<lci::runtime_attr_t&>().packet_return_threshold);
+RETURNS(size_t, D<const lci::runtime_t&>().get_attr_packet_return_threshold());
+CHECK(lci::alloc_runtime_x().packet_return_threshold(D<size_t>()));
+CHECK(lci::g_runtime_init_x().packet_return_threshold(D<size_t>()));
+RETURNS(int, D<lci::global_attr_t&>().imm_nbits_tag);
+RETURNS(int, D<lci::runtime_attr_t&>().imm_nbits_tag);
+RETURNS(int, D<const lci::runtime_t&>().get_attr_imm_nbits_tag());
+CHECK(lci::alloc_runtime_x().imm_nbits_tag(D<int>()));
+CHECK(lci::g_runtime_init_x().imm_nbits_tag(D<int>()));
+RETURNS(int, D<lci::global_attr_t&>().imm_nbits_rcomp);
+RETURNS(int, D<lci::runtime_attr_t&>().imm_nbits_rcomp);
+RETURNS(int, D<const lci::runtime_t&>().get_attr_imm_nbits_rcomp());
+CHECK(lci::alloc_runtime_x().imm_nbits_rcomp(D<int>()));
+CHECK(lci::g_runtime_init_x().imm_nbits_rcomp(D<int>()));
+RETURNS(uint64_t, D<lci::runtime_attr_t&>().max_imm_tag);
+RETURNS(uint64_t, D<const lci::runtime_t&>().get_attr_max_imm_tag());
+RETURNS(uint64_t, D<lci::runtime_attr_t&>().max_imm_rcomp);
+RETURNS(uint64_t, D<const lci::runtime_t&>().get_attr_max_imm_rcomp());
+RETURNS(uint64_t, D<lci::runtime_attr_t&>().max_rcomp);
+RETURNS(uint64_t, D<const lci::runtime_t&>().get_attr_max_rcomp());
+RETURNS(double, D<lci::global_attr_t&>().net_send_reserved_pct);
+RETURNS(double, D<lci::device_attr_t&>().net_send_reserved_pct);
+RETURNS(double, D<const lci::device_t&>().get_attr_net_send_reserved_pct());
+CHECK(lci::alloc_device_x().net_send_reserved_pct(D<double>()));
+RETURNS(bool, D<lci::global_attr_t&>().use_reg_cache);
+RETURNS(bool, D<lci::device_attr_t&>().use_reg_cache);
+RETURNS(bool, D<const lci::device_t&>().get_attr_use_reg_cache());
+CHECK(lci::alloc_device_x().use_reg_cache(D<bool>()));
+// attr_matching_engine_type_t
+CHECK(lci::attr_matching_engine_type_t::queue);
+CHECK(lci::attr_matching_engine_type_t::map);
+RETURNS(lci::attr_matching_engine_type_t,
+        D<lci::global_attr_t&>().matching_engine_type);
+RETURNS(lci::attr_matching_engine_type_t,
+        D<lci::matching_engine_attr_t&>().matching_engine_type);
+RETURNS(lci::attr_matching_engine_type_t,
+        D<const lci::matching_engine_t&>().get_attr_matching_engine_type());
+CHECK(lci::alloc_matching_engine_x().matching_engine_type(
+    D<lci::attr_matching_engine_type_t>()));
+// every handle of upstream's binding: attr_t, a (non-explicit) void*
+// constructor that clients use to keep get_impl() as void*, set_impl
+RETURNS(lci::comp_t, static_cast<void*>(nullptr));
+RETURNS(lci::comp_t, nullptr);
+CHECK(D<lci::comp_t&>().set_impl(D<lci::comp_impl_t*>()));
+RETURNS(lci::comp_attr_t, D<lci::comp_t::attr_t&>());
+RETURNS(lci::mr_t, static_cast<void*>(nullptr));
+CHECK(D<lci::mr_t&>().set_impl(D<lci::mr_impl_t*>()));
+RETURNS(lci::runtime_t, static_cast<void*>(nullptr));
+RETURNS(lci::runtime_attr_t, D<lci::runtime_t::attr_t&>());
+CHECK(D<lci::runtime_t&>().set_impl(D<lci::runtime_impl_t*>()));
+RETURNS(lci::device_t, static_cast<void*>(nullptr));
+RETURNS(lci::device_attr_t, D<lci::device_t::attr_t&>());
+RETURNS(lci::packet_pool_t, static_cast<void*>(nullptr));
+RETURNS(lci::matching_engine_t, static_cast<void*>(nullptr));
+RETURNS(lci::net_context_t, static_cast<void*>(nullptr));
+RETURNS(lci::net_context_attr_t, D<lci::net_context_t::attr_t&>());
+RETURNS(lci::endpoint_t, static_cast<void*>(nullptr));
+RETURNS(lci::endpoint_attr_t, D<lci::endpoint_t::attr_t&>());
 // lci.hpp's hand-written part: names and types
 CHECK(D<const lci::peer_failure_error&>().failed_rank());
 CHECK(lci::peer_failure_error(D<int>(), D<const std::string&>()));
@@ -909,65 +968,62 @@ struct not_provided_t {
      " accepts the values in force)"},
     {"LCI_NET_LOCK_ALL LCI_NET_LOCK_MR LCI_NET_TRYLOCK_MAX "
      "LCI_NET_TRYLOCK_POLL LCI_NET_TRYLOCK_RECV LCI_NET_TRYLOCK_SEND "
-     "alloc_device_x::net_send_reserved_pct alloc_device_x::ofi_lock_mode "
-     "alloc_device_x::shm_consumer_cas_attempts alloc_device_x::shm_enable "
+     "alloc_device_x::ofi_lock_mode attr_net_lock_mode_t "
+     "device_attr_t::ofi_lock_mode device_t::get_attr_ofi_lock_mode "
+     "global_attr_t::ofi_lock_mode",
+     "upstream's lock modes of its libfabric endpoints (a bitmask of "
+     "LCI_NET_TRYLOCK_* per operation): a device here has one try-lock over "
+     "its send queue, receive queue and completion queue together "
+     "(docs/ARCHITECTURE.md, \"The layers and the path of a message\"), so no "
+     "mode can be given; a program that wants fewer lock conflicts "
+     "allocates a device per thread"},
+    {"alloc_device_x::shm_consumer_cas_attempts alloc_device_x::shm_enable "
      "alloc_device_x::shm_max_polls "
      "alloc_device_x::shm_producer_cas_attempts "
      "alloc_device_x::shm_ring_size alloc_device_x::shm_slot_size "
-     "alloc_device_x::use_reg_cache "
-     "alloc_matching_engine_x::matching_engine_type "
-     "alloc_runtime_x::device_name alloc_runtime_x::imm_nbits_rcomp "
-     "alloc_runtime_x::imm_nbits_tag "
-     "alloc_runtime_x::packet_return_threshold allreduce_x::ring_nsteps "
-     "attr_comp_type_t::counter attr_comp_type_t::cq "
-     "attr_comp_type_t::custom attr_comp_type_t::graph "
-     "attr_comp_type_t::handler attr_comp_type_t::sync "
-     "attr_matching_engine_type_t::map attr_matching_engine_type_t::queue "
-     "attr_net_lock_mode_t broadcast_x::ring_nsteps comp_attr_t::comp_type "
-     "comp_attr_t::cq_default_length comp_attr_t::cq_type "
-     "comp_attr_t::sync_threshold comp_attr_t::zero_copy_am "
-     "comp_t::get_attr_comp_type comp_t::get_attr_cq_default_length "
-     "comp_t::get_attr_cq_type comp_t::get_attr_sync_threshold "
-     "comp_t::get_attr_zero_copy_am device_attr_t::net_send_reserved_pct "
-     "device_attr_t::ofi_lock_mode device_attr_t::shm_consumer_cas_attempts "
-     "device_attr_t::shm_enable device_attr_t::shm_max_polls "
-     "device_attr_t::shm_producer_cas_attempts device_attr_t::shm_ring_size "
-     "device_attr_t::shm_slot_size device_attr_t::use_reg_cache "
-     "device_t::get_attr_net_send_reserved_pct "
-     "device_t::get_attr_ofi_lock_mode "
+     "device_attr_t::shm_consumer_cas_attempts device_attr_t::shm_enable "
+     "device_attr_t::shm_max_polls "
+     "device_attr_t::shm_producer_cas_attempts "
+     "device_attr_t::shm_ring_size device_attr_t::shm_slot_size "
      "device_t::get_attr_shm_consumer_cas_attempts "
      "device_t::get_attr_shm_enable device_t::get_attr_shm_max_polls "
      "device_t::get_attr_shm_producer_cas_attempts "
      "device_t::get_attr_shm_ring_size device_t::get_attr_shm_slot_size "
-     "device_t::get_attr_use_reg_cache g_runtime_init_x::device_name "
-     "g_runtime_init_x::imm_nbits_rcomp g_runtime_init_x::imm_nbits_tag "
-     "g_runtime_init_x::packet_return_threshold "
-     "global_attr_t::cq_default_length global_attr_t::device_name "
-     "global_attr_t::imm_nbits_rcomp global_attr_t::imm_nbits_tag "
-     "global_attr_t::matching_engine_type "
-     "global_attr_t::net_send_reserved_pct global_attr_t::ofi_lock_mode "
-     "global_attr_t::packet_return_threshold "
      "global_attr_t::shm_consumer_cas_attempts global_attr_t::shm_enable "
-     "global_attr_t::shm_max_polls global_attr_t::shm_producer_cas_attempts "
-     "global_attr_t::shm_slot_size global_attr_t::sync_threshold "
-     "global_attr_t::use_reg_cache global_attr_t::zero_copy_am "
-     "matching_engine_attr_t::matching_engine_type "
-     "matching_engine_t::get_attr_matching_engine_type "
-     "reduce_scatter_x::ring_nsteps runtime_attr_t::imm_nbits_rcomp "
-     "runtime_attr_t::imm_nbits_tag runtime_attr_t::max_imm_rcomp "
-     "runtime_attr_t::max_imm_tag runtime_attr_t::max_rcomp "
-     "runtime_attr_t::packet_return_threshold "
-     "runtime_t::get_attr_imm_nbits_rcomp runtime_t::get_attr_imm_nbits_tag "
-     "runtime_t::get_attr_max_imm_rcomp runtime_t::get_attr_max_imm_tag "
-     "runtime_t::get_attr_max_rcomp "
-     "runtime_t::get_attr_packet_return_threshold",
-     "settings of upstream's own implementation with no counterpart here: "
-     "its shm transport and lock modes, reserved send slots, packet return "
-     "threshold, immediate-data bit split, registration cache, matching-"
-     "engine variants and the completion objects' type and settings in "
-     "comp_attr_t (here it holds name and user_context; a completion queue's"
-     " type is the attribute cq_type of alloc_cq, global_attr_t::cq_type, "
-     "upstream's attr_cq_type_t), ring step counts"},
+     "global_attr_t::shm_max_polls "
+     "global_attr_t::shm_producer_cas_attempts "
+     "global_attr_t::shm_slot_size",
+     "settings of upstream's own shared-memory transport, one per device "
+     "(on, ring and slot sizes, polling and CAS retry counts): the native "
+     "shm backend here is the runtime's (attribute backend), with its "
+     "own ring size for the whole runtime (shm_ring_size); a per-device "
+     "switch or geometry cannot be given"},
+    {"attr_comp_type_t::counter attr_comp_type_t::cq "
+     "attr_comp_type_t::custom attr_comp_type_t::graph "
+     "attr_comp_type_t::handler attr_comp_type_t::sync "
+     "comp_attr_t::comp_type comp_attr_t::cq_default_length "
+     "comp_attr_t::cq_type comp_attr_t::sync_threshold "
+     "comp_attr_t::zero_copy_am comp_t::get_attr_comp_type "
+     "comp_t::get_attr_cq_default_length comp_t::get_attr_cq_type "
+     "comp_t::get_attr_sync_threshold comp_t::get_attr_zero_copy_am "
+     "global_attr_t::cq_default_length global_attr_t::sync_threshold "
+     "global_attr_t::zero_copy_am",
+     "the completion objects' type and settings in comp_attr_t and the "
+     "global defaults of upstream's names for them: comp_attr_t here holds "
+     "name and user_context (a user's class derived from comp_impl_t sets "
+     "it); the settings are the allocating calls' (alloc_cq_x().cq_type, "
+     ".default_length, alloc_sync_x().threshold, .zero_copy_am) and "
+     "global_attr_t names them cq_type, default_length, threshold"},
+    {"allreduce_x::ring_nsteps broadcast_x::ring_nsteps "
+     "reduce_scatter_x::ring_nsteps",
+     "the step count of upstream's ring algorithms of these collectives: "
+     "the ring algorithms here (docs/COLLECTIVES.md, chosen with "
+     ".algorithm()) have no such parameter"},
+    {"alloc_runtime_x::device_name g_runtime_init_x::device_name "
+     "global_attr_t::device_name",
+     "upstream's name of the network device to open: the device is "
+     "chosen here by the backend (libfabric's provider, the first "
+     "ibv device with an active port; docs/LAUNCHING.md), not by name"},
     {"g_default_attr rmr_t::mr_base",
      "upstream implementation details and globals: rmr_t::mr_base (this "
      "rmr_t holds base, key, size, runtime and rank), the g_default_attr "
