@@ -6,14 +6,15 @@
 // it kills rank 0 in between), in cache lines:
 //
 //   header   magic, rank count, slot size
-//   control  per rank three lines: one per round parity, with the last
-//            round of that parity it published (`seq`), what it called in
-//            it (kind, root, bytes, item size), which every rank compares
-//            with its own, and the round's data when each rank's part is
-//            at most kInlineBytes (then a reader's one line transfer
-//            brings flag, description and data together); and one line
-//            that says whether its team stopped (read while waiting, written
-//            once at most, so it stays in every reader's cache)
+//   control  per rank kRoundLines lines, round e in line e % kRoundLines,
+//            with the last round it published there (`seq`), what it
+//            called in it (kind, root, bytes, item size), which every rank
+//            compares with its own, and the round's data when each rank's
+//            part is at most kInlineBytes (then a reader's one line
+//            transfer brings flag, description and data together); and
+//            one line that says whether its team stopped (read while
+//            waiting, written once at most, so it stays in every reader's
+//            cache)
 //   slots    per rank two data slots of slot_bytes (rounds alternate)
 //
 // Round numbers only grow: a rank that is a round ahead never confuses a
@@ -71,8 +72,17 @@ constexpr size_t kInlineBytes = 32;
 // line last written kRoundLines rounds before, so a rank that needs nobody
 // (a broadcast's root, a reduce's other ranks) runs up to kRoundLines - 1
 // rounds ahead of the slowest reader instead of one: a stream of small
-// broadcasts does not wait a round trip per call.
-constexpr uint64_t kRoundLines = 4;
+// broadcasts streams into the ring, as MPI's eager slots do, and the reader
+// finds each round's line already written (prefetched kReadAhead rounds
+// ahead, so its line transfers overlap instead of following each other).
+// When such a rank does have to check the others (see advance), it waits
+// until they are within kRoundLines / 2 rounds, not only kRoundLines - 1:
+// its next check is then at least kRoundLines / 2 - 1 rounds away, so it
+// reads their lines that rarely instead of once per round, and a reader's
+// line is seldom taken from it between two of its own writes. That wait
+// blocks only where a ring of kRoundLines / 2 lines would block too.
+constexpr uint64_t kRoundLines = 16;
+constexpr uint64_t kReadAhead = 4;
 constexpr size_t kLinesPerRank = kRoundLines + 1;
 constexpr int32_t kStoppedFatal = 1;
 constexpr int32_t kStoppedPeer = 2;
@@ -471,6 +481,7 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req, bool drive)
       safe_alias = in == out;
       break;
   }
+  set_needs(o);
   // the bytes each rank writes in a round when the collective takes one
   size_t part = 0;
   switch (req.kind) {
@@ -682,9 +693,7 @@ size_t shm_team_t::chunk_offset(const shm_op_t& op) const
 
 bool shm_team_t::needs_all(const shm_op_t& op) const
 {
-  if (op.split_ && (op.round_ & 1) == 0) return true;
-  return op.req_.kind != shm_kind_t::broadcast &&
-         op.req_.kind != shm_kind_t::reduce;
+  return op.all_ || (op.split_ && (op.round_ & 1) == 0);
 }
 
 bool shm_team_t::needs(const shm_op_t& op, int j) const
@@ -692,14 +701,22 @@ bool shm_team_t::needs(const shm_op_t& op, int j) const
   // every rank reads a share of every slot in a split reduction's first
   // round; the second is a reduce's or allreduce's plain read
   if (op.split_ && (op.round_ & 1) == 0) return true;
-  switch (op.req_.kind) {
-    case shm_kind_t::broadcast:
-      return rank_me_ != op.req_.root && j == op.req_.root;
-    case shm_kind_t::reduce:
-      return rank_me_ == op.req_.root;
-    default:
-      return true;
-  }
+  return (op.needs_ >> j) & 1;
+}
+
+void shm_team_t::set_needs(shm_op_t& op) const
+{
+  const shm_request_t& r = op.req_;
+  const uint64_t others =
+      (rank_n_ >= 64 ? ~uint64_t(0) : (uint64_t(1) << rank_n_) - 1) &
+      ~(uint64_t(1) << rank_me_);
+  op.all_ = r.kind != shm_kind_t::broadcast && r.kind != shm_kind_t::reduce;
+  if (r.kind == shm_kind_t::broadcast)
+    op.needs_ = rank_me_ != r.root ? uint64_t(1) << r.root : 0;
+  else if (r.kind == shm_kind_t::reduce)
+    op.needs_ = rank_me_ == r.root ? others : 0;
+  else
+    op.needs_ = others;
 }
 
 int shm_team_t::wait_for(shm_op_t& op, uint64_t e, bool all,
@@ -722,6 +739,9 @@ int shm_team_t::wait_for(shm_op_t& op, uint64_t e, bool all,
       op.seen_ = e;
       continue;
     }
+    // a blocking caller spins on this line until it changes
+    op.wait_seq_.store(&line(j, e)->seq, std::memory_order_relaxed);
+    op.wait_value_.store(e, std::memory_order_relaxed);
     const int g = members_[static_cast<size_t>(j)];
     if (const int32_t st = stop(j)->stopped.load(std::memory_order_acquire)) {
       std::ostringstream os;
@@ -779,7 +799,12 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
       // finished it once they published the round after (usually known
       // already: most rounds wait for every rank)
       const uint64_t lag = op.inline_ ? kRoundLines - 1 : 1;
-      int w = wait_for(op, e > lag ? e - lag : 0, true, result);
+      uint64_t need = e > lag ? e - lag : 0;
+      // not known yet: wait until the others are within kRoundLines / 2
+      // (see kRoundLines), so that the next check is that many rounds away
+      if (op.inline_ && all_seen_ < need)
+        need = std::min(epoch_, need + kRoundLines / 2 - 1);
+      int w = wait_for(op, need, true, result);
       if (w <= 0) return w < 0;
       desc_t d = describe(op.req_);
       if (op.fail_rank_ != -1) {
@@ -851,9 +876,13 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
     // next round's line is fetched now, while this call returns and the
     // next one starts, instead of on the next wait.
     if (!needs_all(op))
-      for (int j = 0; j < rank_n_; ++j)
-        if (j != rank_me_ && needs(op, j))
-          __builtin_prefetch(line(j, e + 1), 0);
+      for (uint64_t m = op.needs_; m; m &= m - 1) {
+        const int j = __builtin_ctzll(m);
+        __builtin_prefetch(line(j, e + 1), 0);
+        if (op.inline_)
+          for (uint64_t k = 2; k <= kReadAhead; ++k)
+            __builtin_prefetch(line(j, e + k), 0);
+      }
     epoch_ = e;
     ++op.round_;
     op.written_ = false;
