@@ -352,7 +352,11 @@ void test_overlap(size_t size)
 void test_stream()
 {
   const size_t sizes[] = {8, 32, 8, 32, 8, 32, 8, 32, 8, 32, 8, 40};
-  const int calls = 48;
+  // (48 with the flat node-local team, whose ring this is about; 8 where
+  // the collectives go point to point, between hosts, and cost more)
+  auto* team = static_cast<lci::coll::shm_team_t*>(
+      lci::get_g_runtime().p_impl->coll_team.get());
+  const int calls = team && !team->hierarchical() ? 48 : 8;
   for (int block = 0; block < 2 * g_n; ++block) {
     const int root = block % g_n;
     const bool bcast = block / g_n == 0;
