@@ -719,6 +719,93 @@ void shm_team_t::set_needs(shm_op_t& op) const
     op.needs_ = others;
 }
 
+namespace
+{
+// Rank g described its round as d where this rank described it as me, or
+// published it without data (d.failed: an earlier stage of a hierarchical
+// collective failed at its node's representative): *result says so. Out of
+// line, so that advance's usual pass stays short.
+__attribute__((noinline)) void report_peer(const char* call, int g,
+                                           const desc_t& d, const desc_t& me,
+                                           shm_result_t* result)
+{
+  std::ostringstream os;
+  os << "lci::" << call << ": ";
+  if (d.failed != -1) {
+    // this node's representative could not get the data
+    if (d.failed >= 0)
+      os << "rank " << d.failed << " failed (reported by rank " << g
+         << ", this node's representative): fatal_peer_failure";
+    else
+      os << "the point-to-point part between the nodes failed at rank " << g
+         << ", this node's representative (do all ranks pass the "
+         << "same sizes, counts and root?)";
+    result->errorcode =
+        d.failed >= 0 ? errorcode_t::fatal_peer_failure : errorcode_t::fatal;
+    result->rank = d.failed >= 0 ? d.failed : g;
+    result->error = os.str();
+    return;
+  }
+  os << "rank " << g << " called " << kind_name(d.kind) << " with " << d.bytes
+     << " bytes (item size " << d.item_size << ", root " << d.root
+     << ") where this rank called " << kind_name(me.kind) << " with "
+     << me.bytes << " bytes (item size " << me.item_size << ", root " << me.root
+     << ") (do all ranks pass the same sizes, counts and root?)";
+  result->errorcode = errorcode_t::fatal;
+  result->rank = g;
+  result->error = os.str();
+}
+
+}  // namespace
+
+// Rank j has not published the round this rank waits for: 0 (wait on),
+// or -1 when it never will (it stopped, or it or, hierarchically, a rank of
+// this node failed; *result says why). Out of line, so that the usual
+// pass of wait_for, which finds every line published, stays short.
+__attribute__((noinline)) int shm_team_t::missing(shm_op_t& op, int j,
+                                                  shm_result_t* result)
+{
+  const int g = members_[static_cast<size_t>(j)];
+  if (const int32_t st = stop(j)->stopped.load(std::memory_order_acquire)) {
+    std::ostringstream os;
+    os << "lci::" << op.req_.call << ": ";
+    if (st >= kStoppedPeer) {
+      result->errorcode = errorcode_t::fatal_peer_failure;
+      result->rank = st - kStoppedPeer;
+      os << "rank " << result->rank << " failed (reported by rank " << g
+         << "): fatal_peer_failure";
+    } else {
+      result->errorcode = errorcode_t::fatal;
+      result->rank = g;
+      os << "rank " << g
+         << " stopped running collectives after an error and will not "
+            "join round "
+         << op.round_
+         << " (do all ranks pass the same sizes, counts and root?)";
+    }
+    result->error = os.str();
+    return -1;
+  }
+  if (!failed_) return 0;
+  int dead = failed_(failed_ctx_, g) ? g : -1;
+  // hierarchical: a representative that lost a rank of its node during
+  // an earlier stage never publishes the stage this rank waits in
+  for (size_t m = 0; dead < 0 && hierarchical() && m < members_.size(); ++m)
+    if (failed_(failed_ctx_, members_[m])) dead = members_[m];
+  if (dead < 0) return 0;
+  result->errorcode = errorcode_t::fatal_peer_failure;
+  result->rank = dead;
+  std::ostringstream os;
+  os << "lci::" << op.req_.call << ": rank " << dead;
+  if (dead == g)
+    os << " failed before it joined round " << op.round_
+       << " of the collective: fatal_peer_failure";
+  else
+    os << " of this node failed: fatal_peer_failure";
+  result->error = os.str();
+  return -1;
+}
+
 int shm_team_t::wait_for(shm_op_t& op, uint64_t e, bool all,
                          shm_result_t* result)
 {
@@ -742,45 +829,7 @@ int shm_team_t::wait_for(shm_op_t& op, uint64_t e, bool all,
     // a blocking caller spins on this line until it changes
     op.wait_seq_.store(&line(j, e)->seq, std::memory_order_relaxed);
     op.wait_value_.store(e, std::memory_order_relaxed);
-    const int g = members_[static_cast<size_t>(j)];
-    if (const int32_t st = stop(j)->stopped.load(std::memory_order_acquire)) {
-      std::ostringstream os;
-      os << "lci::" << op.req_.call << ": ";
-      if (st >= kStoppedPeer) {
-        result->errorcode = errorcode_t::fatal_peer_failure;
-        result->rank = st - kStoppedPeer;
-        os << "rank " << result->rank << " failed (reported by rank " << g
-           << "): fatal_peer_failure";
-      } else {
-        result->errorcode = errorcode_t::fatal;
-        result->rank = g;
-        os << "rank " << g
-           << " stopped running collectives after an error and will not "
-              "join round "
-           << op.round_
-           << " (do all ranks pass the same sizes, counts and root?)";
-      }
-      result->error = os.str();
-      return -1;
-    }
-    if (!failed_) return 0;
-    int dead = failed_(failed_ctx_, g) ? g : -1;
-    // hierarchical: a representative that lost a rank of its node during
-    // an earlier stage never publishes the stage this rank waits in
-    for (size_t m = 0; dead < 0 && hierarchical() && m < members_.size(); ++m)
-      if (failed_(failed_ctx_, members_[m])) dead = members_[m];
-    if (dead < 0) return 0;
-    result->errorcode = errorcode_t::fatal_peer_failure;
-    result->rank = dead;
-    std::ostringstream os;
-    os << "lci::" << op.req_.call << ": rank " << dead;
-    if (dead == g)
-      os << " failed before it joined round " << op.round_
-         << " of the collective: fatal_peer_failure";
-    else
-      os << " of this node failed: fatal_peer_failure";
-    result->error = os.str();
-    return -1;
+    return missing(op, j, result);
   }
   // broadcast and reduce need only some ranks; the others need every one
   if (all || needs_all(op)) all_seen_ = std::max(all_seen_, op.seen_);
@@ -839,35 +888,9 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
     for (int j = 0; j < rank_n_; ++j) {
       if (j == rank_me_ || !needs(op, j)) continue;
       const desc_t& d = line(j, e)->desc;
-      const int g = members_[static_cast<size_t>(j)];
-      if (d.failed != -1) {
-        // this node's representative could not get the data
-        std::ostringstream os;
-        os << "lci::" << op.req_.call << ": ";
-        if (d.failed >= 0)
-          os << "rank " << d.failed << " failed (reported by rank " << g
-             << ", this node's representative): fatal_peer_failure";
-        else
-          os << "the point-to-point part between the nodes failed at rank " << g
-             << ", this node's representative (do all ranks pass the "
-             << "same sizes, counts and root?)";
-        result->errorcode = d.failed >= 0 ? errorcode_t::fatal_peer_failure
-                                          : errorcode_t::fatal;
-        result->rank = d.failed >= 0 ? d.failed : g;
-        result->error = os.str();
-        return true;
-      }
-      if (d == me) continue;
-      std::ostringstream os;
-      os << "lci::" << op.req_.call << ": rank " << g << " called "
-         << kind_name(d.kind) << " with " << d.bytes << " bytes (item size "
-         << d.item_size << ", root " << d.root << ") where this rank called "
-         << kind_name(me.kind) << " with " << me.bytes << " bytes (item size "
-         << me.item_size << ", root " << me.root
-         << ") (do all ranks pass the same sizes, counts and root?)";
-      result->errorcode = errorcode_t::fatal;
-      result->rank = g;
-      result->error = os.str();
+      if (d.failed == -1 && d == me) continue;
+      report_peer(op.req_.call, members_[static_cast<size_t>(j)], d, me,
+                  result);
       return true;
     }
     read_phase(op, e);
