@@ -508,7 +508,7 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req, bool drive)
   // when the data is inline
   o.inline_ = !o.split_ && part <= kInlineBytes;
   const size_t nchunks =
-      o.chunk_ ? std::max<size_t>(1, (total + o.chunk_ - 1) / o.chunk_) : 1;
+      total <= o.chunk_ || !o.chunk_ ? 1 : (total + o.chunk_ - 1) / o.chunk_;
   o.nrounds_ = o.split_ ? 2 * nchunks : nchunks;
   // one chunk copies every input into the slots before it writes an
   // output; several would read inputs that earlier chunks' outputs
@@ -571,24 +571,24 @@ void shm_team_t::write_phase(shm_op_t& op, char* mine)
       return;
     case shm_kind_t::broadcast:
       if (rank_me_ == r.root && off < r.size)
-        util::copy_large(mine, static_cast<char*>(r.out) + off,
+        util::copy_bytes(mine, static_cast<char*>(r.out) + off,
                          std::min(op.chunk_, r.size - off));
       return;
     case shm_kind_t::allgather:
       if (off < r.size)
-        util::copy_large(mine, in + off, std::min(op.chunk_, r.size - off));
+        util::copy_bytes(mine, in + off, std::min(op.chunk_, r.size - off));
       return;
     case shm_kind_t::alltoall:
       if (off < r.size) {
         size_t len = std::min(op.chunk_, r.size - off);
         for (size_t j = 0; j < n; ++j)
-          util::copy_large(mine + j * op.chunk_, in + j * r.size + off, len);
+          util::copy_bytes(mine + j * op.chunk_, in + j * r.size + off, len);
       }
       return;
     case shm_kind_t::reduce:
     case shm_kind_t::allreduce:
       if (off < r.count)
-        util::copy_large(mine, in + off * r.item_size,
+        util::copy_bytes(mine, in + off * r.item_size,
                          std::min(op.chunk_, r.count - off) * r.item_size);
       return;
     case shm_kind_t::reduce_scatter:
@@ -596,7 +596,7 @@ void shm_team_t::write_phase(shm_op_t& op, char* mine)
         size_t len = std::min(op.chunk_, r.count - off) * r.item_size;
         size_t block = r.count * r.item_size;
         for (size_t j = 0; j < n; ++j)
-          util::copy_large(mine + j * op.chunk_ * r.item_size,
+          util::copy_bytes(mine + j * op.chunk_ * r.item_size,
                            in + j * block + off * r.item_size, len);
       }
       return;
@@ -618,21 +618,21 @@ void shm_team_t::read_phase(shm_op_t& op, uint64_t epoch)
       return;
     case shm_kind_t::broadcast:
       if (rank_me_ != r.root && off < r.size)
-        util::copy_large(out + off, data(op, r.root, epoch),
+        util::copy_bytes(out + off, data(op, r.root, epoch),
                          std::min(op.chunk_, r.size - off));
       return;
     case shm_kind_t::allgather:
       if (off < r.size) {
         size_t len = std::min(op.chunk_, r.size - off);
         for (int j = 0; j < n; ++j)
-          util::copy_large(out + j * r.size + off, data(op, j, epoch), len);
+          util::copy_bytes(out + j * r.size + off, data(op, j, epoch), len);
       }
       return;
     case shm_kind_t::alltoall:
       if (off < r.size) {
         size_t len = std::min(op.chunk_, r.size - off);
         for (int j = 0; j < n; ++j)
-          util::copy_large(out + j * r.size + off,
+          util::copy_bytes(out + j * r.size + off,
                            data(op, j, epoch) + rank_me_ * op.chunk_, len);
       }
       return;
