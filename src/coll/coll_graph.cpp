@@ -20,6 +20,9 @@ namespace
 
 // polls of the node-local team before a blocking call also drives progress
 constexpr unsigned kAlonePolls = 128;
+// loads of the awaited line between two polls of a blocking node-local
+// collective (a few hundred nanoseconds when nothing changes)
+constexpr unsigned kSpinLoads = 64;
 
 // How a blocking collective waits. With a core per rank of the node (the
 // team knows), it keeps its core: giving it away (the library's idle
@@ -510,7 +513,12 @@ void coll_t::run_team(const shm_request_t& req, const status_t& status)
   }
   for (unsigned spins = 1; !op->done.load(std::memory_order_acquire); ++spins) {
     try {
-      if (team->poll() || spins < kAlonePolls || (spins & 1) != 0) continue;
+      if (team->poll()) continue;
+      // until the line it waits for changes, or a while: loads that hit
+      // this core's cache, where a poll runs the team's every check
+      if (op->spin_on_wait(kSpinLoads) || spins < kAlonePolls ||
+          (spins & 1) != 0)
+        continue;
       if (keep) util::idle_keep_core();
       // the device alone (its runtime is the call's): the handle check
       // then takes its per-thread cached path

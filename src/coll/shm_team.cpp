@@ -6,14 +6,15 @@
 // it kills rank 0 in between), in cache lines:
 //
 //   header   magic, rank count, slot size
-//   control  per rank three lines: one per round parity, with the last
-//            round of that parity it published (`seq`), what it called in
-//            it (kind, root, bytes, item size), which every rank compares
-//            with its own, and the round's data when each rank's part is
-//            at most kInlineBytes (then a reader's one line transfer
-//            brings flag, description and data together); and one line
-//            that says whether its team stopped (read while waiting, written
-//            once at most, so it stays in every reader's cache)
+//   control  per rank kRoundLines lines, round e in line e % kRoundLines,
+//            with the last round it published there (`seq`), what it
+//            called in it (kind, root, bytes, item size), which every rank
+//            compares with its own, and the round's data when each rank's
+//            part is at most kInlineBytes (then a reader's one line
+//            transfer brings flag, description and data together); and
+//            one line that says whether its team stopped (read while
+//            waiting, written once at most, so it stays in every reader's
+//            cache)
 //   slots    per rank two data slots of slot_bytes (rounds alternate)
 //
 // Round numbers only grow: a rank that is a round ahead never confuses a
@@ -71,8 +72,17 @@ constexpr size_t kInlineBytes = 32;
 // line last written kRoundLines rounds before, so a rank that needs nobody
 // (a broadcast's root, a reduce's other ranks) runs up to kRoundLines - 1
 // rounds ahead of the slowest reader instead of one: a stream of small
-// broadcasts does not wait a round trip per call.
-constexpr uint64_t kRoundLines = 4;
+// broadcasts streams into the ring, as MPI's eager slots do, and the reader
+// finds each round's line already written (prefetched kReadAhead rounds
+// ahead, so its line transfers overlap instead of following each other).
+// When such a rank does have to check the others (see advance), it waits
+// until they are within kRoundLines / 2 rounds, not only kRoundLines - 1:
+// its next check is then at least kRoundLines / 2 - 1 rounds away, so it
+// reads their lines that rarely instead of once per round, and a reader's
+// line is seldom taken from it between two of its own writes. That wait
+// blocks only where a ring of kRoundLines / 2 lines would block too.
+constexpr uint64_t kRoundLines = 16;
+constexpr uint64_t kReadAhead = 4;
 constexpr size_t kLinesPerRank = kRoundLines + 1;
 constexpr int32_t kStoppedFatal = 1;
 constexpr int32_t kStoppedPeer = 2;
@@ -471,6 +481,7 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req, bool drive)
       safe_alias = in == out;
       break;
   }
+  set_needs(o);
   // the bytes each rank writes in a round when the collective takes one
   size_t part = 0;
   switch (req.kind) {
@@ -497,7 +508,7 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req, bool drive)
   // when the data is inline
   o.inline_ = !o.split_ && part <= kInlineBytes;
   const size_t nchunks =
-      o.chunk_ ? std::max<size_t>(1, (total + o.chunk_ - 1) / o.chunk_) : 1;
+      total <= o.chunk_ || !o.chunk_ ? 1 : (total + o.chunk_ - 1) / o.chunk_;
   o.nrounds_ = o.split_ ? 2 * nchunks : nchunks;
   // one chunk copies every input into the slots before it writes an
   // output; several would read inputs that earlier chunks' outputs
@@ -560,24 +571,24 @@ void shm_team_t::write_phase(shm_op_t& op, char* mine)
       return;
     case shm_kind_t::broadcast:
       if (rank_me_ == r.root && off < r.size)
-        util::copy_large(mine, static_cast<char*>(r.out) + off,
+        util::copy_bytes(mine, static_cast<char*>(r.out) + off,
                          std::min(op.chunk_, r.size - off));
       return;
     case shm_kind_t::allgather:
       if (off < r.size)
-        util::copy_large(mine, in + off, std::min(op.chunk_, r.size - off));
+        util::copy_bytes(mine, in + off, std::min(op.chunk_, r.size - off));
       return;
     case shm_kind_t::alltoall:
       if (off < r.size) {
         size_t len = std::min(op.chunk_, r.size - off);
         for (size_t j = 0; j < n; ++j)
-          util::copy_large(mine + j * op.chunk_, in + j * r.size + off, len);
+          util::copy_bytes(mine + j * op.chunk_, in + j * r.size + off, len);
       }
       return;
     case shm_kind_t::reduce:
     case shm_kind_t::allreduce:
       if (off < r.count)
-        util::copy_large(mine, in + off * r.item_size,
+        util::copy_bytes(mine, in + off * r.item_size,
                          std::min(op.chunk_, r.count - off) * r.item_size);
       return;
     case shm_kind_t::reduce_scatter:
@@ -585,7 +596,7 @@ void shm_team_t::write_phase(shm_op_t& op, char* mine)
         size_t len = std::min(op.chunk_, r.count - off) * r.item_size;
         size_t block = r.count * r.item_size;
         for (size_t j = 0; j < n; ++j)
-          util::copy_large(mine + j * op.chunk_ * r.item_size,
+          util::copy_bytes(mine + j * op.chunk_ * r.item_size,
                            in + j * block + off * r.item_size, len);
       }
       return;
@@ -607,21 +618,21 @@ void shm_team_t::read_phase(shm_op_t& op, uint64_t epoch)
       return;
     case shm_kind_t::broadcast:
       if (rank_me_ != r.root && off < r.size)
-        util::copy_large(out + off, data(op, r.root, epoch),
+        util::copy_bytes(out + off, data(op, r.root, epoch),
                          std::min(op.chunk_, r.size - off));
       return;
     case shm_kind_t::allgather:
       if (off < r.size) {
         size_t len = std::min(op.chunk_, r.size - off);
         for (int j = 0; j < n; ++j)
-          util::copy_large(out + j * r.size + off, data(op, j, epoch), len);
+          util::copy_bytes(out + j * r.size + off, data(op, j, epoch), len);
       }
       return;
     case shm_kind_t::alltoall:
       if (off < r.size) {
         size_t len = std::min(op.chunk_, r.size - off);
         for (int j = 0; j < n; ++j)
-          util::copy_large(out + j * r.size + off,
+          util::copy_bytes(out + j * r.size + off,
                            data(op, j, epoch) + rank_me_ * op.chunk_, len);
       }
       return;
@@ -682,9 +693,7 @@ size_t shm_team_t::chunk_offset(const shm_op_t& op) const
 
 bool shm_team_t::needs_all(const shm_op_t& op) const
 {
-  if (op.split_ && (op.round_ & 1) == 0) return true;
-  return op.req_.kind != shm_kind_t::broadcast &&
-         op.req_.kind != shm_kind_t::reduce;
+  return op.all_ || (op.split_ && (op.round_ & 1) == 0);
 }
 
 bool shm_team_t::needs(const shm_op_t& op, int j) const
@@ -692,14 +701,109 @@ bool shm_team_t::needs(const shm_op_t& op, int j) const
   // every rank reads a share of every slot in a split reduction's first
   // round; the second is a reduce's or allreduce's plain read
   if (op.split_ && (op.round_ & 1) == 0) return true;
-  switch (op.req_.kind) {
-    case shm_kind_t::broadcast:
-      return rank_me_ != op.req_.root && j == op.req_.root;
-    case shm_kind_t::reduce:
-      return rank_me_ == op.req_.root;
-    default:
-      return true;
+  return (op.needs_ >> j) & 1;
+}
+
+void shm_team_t::set_needs(shm_op_t& op) const
+{
+  const shm_request_t& r = op.req_;
+  const uint64_t others =
+      (rank_n_ >= 64 ? ~uint64_t(0) : (uint64_t(1) << rank_n_) - 1) &
+      ~(uint64_t(1) << rank_me_);
+  op.all_ = r.kind != shm_kind_t::broadcast && r.kind != shm_kind_t::reduce;
+  if (r.kind == shm_kind_t::broadcast)
+    op.needs_ = rank_me_ != r.root ? uint64_t(1) << r.root : 0;
+  else if (r.kind == shm_kind_t::reduce)
+    op.needs_ = rank_me_ == r.root ? others : 0;
+  else
+    op.needs_ = others;
+}
+
+namespace
+{
+// Rank g described its round as d where this rank described it as me, or
+// published it without data (d.failed: an earlier stage of a hierarchical
+// collective failed at its node's representative): *result says so. Out of
+// line, so that advance's usual pass stays short.
+__attribute__((noinline)) void report_peer(const char* call, int g,
+                                           const desc_t& d, const desc_t& me,
+                                           shm_result_t* result)
+{
+  std::ostringstream os;
+  os << "lci::" << call << ": ";
+  if (d.failed != -1) {
+    // this node's representative could not get the data
+    if (d.failed >= 0)
+      os << "rank " << d.failed << " failed (reported by rank " << g
+         << ", this node's representative): fatal_peer_failure";
+    else
+      os << "the point-to-point part between the nodes failed at rank " << g
+         << ", this node's representative (do all ranks pass the "
+         << "same sizes, counts and root?)";
+    result->errorcode =
+        d.failed >= 0 ? errorcode_t::fatal_peer_failure : errorcode_t::fatal;
+    result->rank = d.failed >= 0 ? d.failed : g;
+    result->error = os.str();
+    return;
   }
+  os << "rank " << g << " called " << kind_name(d.kind) << " with " << d.bytes
+     << " bytes (item size " << d.item_size << ", root " << d.root
+     << ") where this rank called " << kind_name(me.kind) << " with "
+     << me.bytes << " bytes (item size " << me.item_size << ", root " << me.root
+     << ") (do all ranks pass the same sizes, counts and root?)";
+  result->errorcode = errorcode_t::fatal;
+  result->rank = g;
+  result->error = os.str();
+}
+
+}  // namespace
+
+// Rank j has not published the round this rank waits for: 0 (wait on),
+// or -1 when it never will (it stopped, or it or, hierarchically, a rank of
+// this node failed; *result says why). Out of line, so that the usual
+// pass of wait_for, which finds every line published, stays short.
+__attribute__((noinline)) int shm_team_t::missing(shm_op_t& op, int j,
+                                                  shm_result_t* result)
+{
+  const int g = members_[static_cast<size_t>(j)];
+  if (const int32_t st = stop(j)->stopped.load(std::memory_order_acquire)) {
+    std::ostringstream os;
+    os << "lci::" << op.req_.call << ": ";
+    if (st >= kStoppedPeer) {
+      result->errorcode = errorcode_t::fatal_peer_failure;
+      result->rank = st - kStoppedPeer;
+      os << "rank " << result->rank << " failed (reported by rank " << g
+         << "): fatal_peer_failure";
+    } else {
+      result->errorcode = errorcode_t::fatal;
+      result->rank = g;
+      os << "rank " << g
+         << " stopped running collectives after an error and will not "
+            "join round "
+         << op.round_
+         << " (do all ranks pass the same sizes, counts and root?)";
+    }
+    result->error = os.str();
+    return -1;
+  }
+  if (!failed_) return 0;
+  int dead = failed_(failed_ctx_, g) ? g : -1;
+  // hierarchical: a representative that lost a rank of its node during
+  // an earlier stage never publishes the stage this rank waits in
+  for (size_t m = 0; dead < 0 && hierarchical() && m < members_.size(); ++m)
+    if (failed_(failed_ctx_, members_[m])) dead = members_[m];
+  if (dead < 0) return 0;
+  result->errorcode = errorcode_t::fatal_peer_failure;
+  result->rank = dead;
+  std::ostringstream os;
+  os << "lci::" << op.req_.call << ": rank " << dead;
+  if (dead == g)
+    os << " failed before it joined round " << op.round_
+       << " of the collective: fatal_peer_failure";
+  else
+    os << " of this node failed: fatal_peer_failure";
+  result->error = os.str();
+  return -1;
 }
 
 int shm_team_t::wait_for(shm_op_t& op, uint64_t e, bool all,
@@ -722,45 +826,10 @@ int shm_team_t::wait_for(shm_op_t& op, uint64_t e, bool all,
       op.seen_ = e;
       continue;
     }
-    const int g = members_[static_cast<size_t>(j)];
-    if (const int32_t st = stop(j)->stopped.load(std::memory_order_acquire)) {
-      std::ostringstream os;
-      os << "lci::" << op.req_.call << ": ";
-      if (st >= kStoppedPeer) {
-        result->errorcode = errorcode_t::fatal_peer_failure;
-        result->rank = st - kStoppedPeer;
-        os << "rank " << result->rank << " failed (reported by rank " << g
-           << "): fatal_peer_failure";
-      } else {
-        result->errorcode = errorcode_t::fatal;
-        result->rank = g;
-        os << "rank " << g
-           << " stopped running collectives after an error and will not "
-              "join round "
-           << op.round_
-           << " (do all ranks pass the same sizes, counts and root?)";
-      }
-      result->error = os.str();
-      return -1;
-    }
-    if (!failed_) return 0;
-    int dead = failed_(failed_ctx_, g) ? g : -1;
-    // hierarchical: a representative that lost a rank of its node during
-    // an earlier stage never publishes the stage this rank waits in
-    for (size_t m = 0; dead < 0 && hierarchical() && m < members_.size(); ++m)
-      if (failed_(failed_ctx_, members_[m])) dead = members_[m];
-    if (dead < 0) return 0;
-    result->errorcode = errorcode_t::fatal_peer_failure;
-    result->rank = dead;
-    std::ostringstream os;
-    os << "lci::" << op.req_.call << ": rank " << dead;
-    if (dead == g)
-      os << " failed before it joined round " << op.round_
-         << " of the collective: fatal_peer_failure";
-    else
-      os << " of this node failed: fatal_peer_failure";
-    result->error = os.str();
-    return -1;
+    // a blocking caller spins on this line until it changes
+    op.wait_seq_.store(&line(j, e)->seq, std::memory_order_relaxed);
+    op.wait_value_.store(e, std::memory_order_relaxed);
+    return missing(op, j, result);
   }
   // broadcast and reduce need only some ranks; the others need every one
   if (all || needs_all(op)) all_seen_ = std::max(all_seen_, op.seen_);
@@ -779,7 +848,12 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
       // finished it once they published the round after (usually known
       // already: most rounds wait for every rank)
       const uint64_t lag = op.inline_ ? kRoundLines - 1 : 1;
-      int w = wait_for(op, e > lag ? e - lag : 0, true, result);
+      uint64_t need = e > lag ? e - lag : 0;
+      // not known yet: wait until the others are within kRoundLines / 2
+      // (see kRoundLines), so that the next check is that many rounds away
+      if (op.inline_ && all_seen_ < need)
+        need = std::min(epoch_, need + kRoundLines / 2 - 1);
+      int w = wait_for(op, need, true, result);
       if (w <= 0) return w < 0;
       desc_t d = describe(op.req_);
       if (op.fail_rank_ != -1) {
@@ -814,35 +888,9 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
     for (int j = 0; j < rank_n_; ++j) {
       if (j == rank_me_ || !needs(op, j)) continue;
       const desc_t& d = line(j, e)->desc;
-      const int g = members_[static_cast<size_t>(j)];
-      if (d.failed != -1) {
-        // this node's representative could not get the data
-        std::ostringstream os;
-        os << "lci::" << op.req_.call << ": ";
-        if (d.failed >= 0)
-          os << "rank " << d.failed << " failed (reported by rank " << g
-             << ", this node's representative): fatal_peer_failure";
-        else
-          os << "the point-to-point part between the nodes failed at rank " << g
-             << ", this node's representative (do all ranks pass the "
-             << "same sizes, counts and root?)";
-        result->errorcode = d.failed >= 0 ? errorcode_t::fatal_peer_failure
-                                          : errorcode_t::fatal;
-        result->rank = d.failed >= 0 ? d.failed : g;
-        result->error = os.str();
-        return true;
-      }
-      if (d == me) continue;
-      std::ostringstream os;
-      os << "lci::" << op.req_.call << ": rank " << g << " called "
-         << kind_name(d.kind) << " with " << d.bytes << " bytes (item size "
-         << d.item_size << ", root " << d.root << ") where this rank called "
-         << kind_name(me.kind) << " with " << me.bytes << " bytes (item size "
-         << me.item_size << ", root " << me.root
-         << ") (do all ranks pass the same sizes, counts and root?)";
-      result->errorcode = errorcode_t::fatal;
-      result->rank = g;
-      result->error = os.str();
+      if (d.failed == -1 && d == me) continue;
+      report_peer(op.req_.call, members_[static_cast<size_t>(j)], d, me,
+                  result);
       return true;
     }
     read_phase(op, e);
@@ -851,9 +899,13 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
     // next round's line is fetched now, while this call returns and the
     // next one starts, instead of on the next wait.
     if (!needs_all(op))
-      for (int j = 0; j < rank_n_; ++j)
-        if (j != rank_me_ && needs(op, j))
-          __builtin_prefetch(line(j, e + 1), 0);
+      for (uint64_t m = op.needs_; m; m &= m - 1) {
+        const int j = __builtin_ctzll(m);
+        __builtin_prefetch(line(j, e + 1), 0);
+        if (op.inline_)
+          for (uint64_t k = 2; k <= kReadAhead; ++k)
+            __builtin_prefetch(line(j, e + k), 0);
+      }
     epoch_ = e;
     ++op.round_;
     op.written_ = false;

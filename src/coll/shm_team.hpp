@@ -2,13 +2,15 @@
 // COLLECTIVES.md, "Shared-memory collectives").
 //
 // A team is the ranks of a runtime when all of them run on one node: they
-// share a segment with, per rank, a control cache line per round parity (a
-// round counter, the round's check word and a small round's data) and two
-// data slots. A collective is a sequence of
+// share a segment with, per rank, a ring of control cache lines, one per
+// round modulo its length (a round counter, the round's check word and a
+// small round's data), and two data slots. A collective is a sequence of
 // rounds; in round e every rank waits until every rank published e - 1
 // (so all of them finished reading round e - 2, the last user of slot
-// e % 2), copies its part of the input into its slot e % 2 (or, when it
-// is small, its control line of parity e % 2), publishes e in that line
+// e % 2; a small round, whose data travels in its control line, waits
+// only for the round that last used that line, up to 15 rounds back),
+// copies its part of the input into its slot e % 2 (or, when it is small,
+// its control line of round e), publishes e in that line
 // (release), waits until the ranks it needs published e
 // (acquire; every rank, except that a broadcast's root and a reduce's
 // non-roots need nobody and a broadcast's other ranks only the root), and
@@ -106,6 +108,23 @@ class shm_op_t
   // kFailedOther: it failed otherwise (fatal_error).
   static constexpr int kFailedOther = -2;
   void close_gate() { gate_.store(false, std::memory_order_relaxed); }
+  // Spins, at most `spins` loads, until the round counter the last poll
+  // waited for reaches the value it needs; true when it did so meanwhile
+  // (poll again at once). False when it did not, and when there is
+  // nothing to spin on: no hint, or one met already (an older wait, or
+  // one that is not for a line, such as a closed gate), where the caller's
+  // usual policy (progress, which a gate may wait for) applies.
+  bool spin_on_wait(unsigned spins) const
+  {
+    const std::atomic<uint64_t>* seq =
+        wait_seq_.load(std::memory_order_relaxed);
+    if (!seq) return false;
+    const uint64_t want = wait_value_.load(std::memory_order_relaxed);
+    if (seq->load(std::memory_order_relaxed) >= want) return false;
+    for (unsigned i = 0; i < spins; ++i)
+      if (seq->load(std::memory_order_relaxed) >= want) return true;
+    return false;
+  }
   void open_gate(int failed_rank)
   {
     fail_rank_ = failed_rank;
@@ -128,6 +147,16 @@ class shm_op_t
   bool written_ = false;  // this round's input is in the slot
   int waiting_ = 0;       // the first rank not seen in this round yet
   uint64_t seen_ = 0;     // the round every rank seen so far has published
+  // the ranks whose line this rank reads in a (one-round-kind) round: bit
+  // j for rank j (at most 64 ranks); all_ = every other rank
+  uint64_t needs_ = 0;
+  bool all_ = false;
+  // what the last poll found missing: the round counter of the rank it
+  // waits for and the value it needs there. A blocking caller spins on it
+  // (a plain load that hits its cache until the line changes) between
+  // polls, which check everything else (failures, stops).
+  std::atomic<const std::atomic<uint64_t>*> wait_seq_{nullptr};
+  std::atomic<uint64_t> wait_value_{0};
   std::vector<char> snapshot_;  // the input, when the output overlaps it
   std::atomic<bool> gate_{true};
   int fail_rank_ = -1;
@@ -217,6 +246,8 @@ class shm_team_t final : public team_base_t
   bool needs(const shm_op_t& op, int j) const;
   // whether it needs every rank in this round of op
   bool needs_all(const shm_op_t& op) const;
+  // op's needs_ and all_ (from its request)
+  void set_needs(shm_op_t& op) const;
   // the first chunk unit of op's current round
   size_t chunk_offset(const shm_op_t& op) const;
   // a split reduction's round (shm_op_t::split_)
@@ -224,6 +255,8 @@ class shm_team_t final : public team_base_t
   // whether every rank (all) or every rank this one needs published round
   // e: 1 yes, 0 not yet, -1 one of them failed (*result says which)
   int wait_for(shm_op_t& op, uint64_t e, bool all, shm_result_t* result);
+  // wait_for's case of a rank that has not published the round yet
+  int missing(shm_op_t& op, int j, shm_result_t* result);
   void write_phase(shm_op_t& op, char* mine);
   void read_phase(shm_op_t& op, uint64_t epoch);
 

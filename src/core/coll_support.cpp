@@ -36,8 +36,13 @@ call_t begin_call(const char* call, runtime_t runtime, device_t device,
   c.rank = rt->rank_me;
   c.nranks = rt->rank_n;
   if (m == rt->coll_me) c.team = rt->coll_team.get();
-  c.seq = m->coll_seq.fetch_add(1, std::memory_order_relaxed) &
-          ((uint64_t(1) << kSeqBits) - 1);
+  // A load and a store, not a locked add: the collectives of one engine
+  // are started by one thread at a time (the ordering rule), and a locked
+  // instruction would wait here for this rank's last published line of
+  // the node-local team to leave its store buffer.
+  const uint64_t seq = m->coll_seq.load(std::memory_order_relaxed);
+  m->coll_seq.store(seq + 1, std::memory_order_relaxed);
+  c.seq = seq & ((uint64_t(1) << kSeqBits) - 1);
   return c;
 }
 

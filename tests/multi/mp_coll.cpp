@@ -26,7 +26,9 @@
 #include <thread>
 #include <vector>
 
+#include "coll/shm_team.hpp"
 #include "mp_check.hpp"
+#include "resource/runtime.hpp"
 
 namespace
 {
@@ -341,13 +343,20 @@ void test_overlap(size_t size)
 }
 
 // Runs of blocking broadcasts, then reduces, of 8 and 32 bytes (data in the
-// team's control lines) and 40 bytes (in its slots), eight with one root,
+// team's control lines) and 40 bytes (in its slots), 48 with one root,
 // while the rank that reads (a broadcast's other rank, a reduce's root)
-// sleeps before the run: the ranks that need nobody return at once and
-// run rounds ahead of it, and must never overwrite what it has not read.
+// sleeps before the run and twice within it: the ranks that need nobody
+// return at once and run rounds ahead of it, as far as the team's ring of
+// control lines lets them (16 small rounds), and must never overwrite what
+// it has not read; it must get every round's data in order.
 void test_stream()
 {
-  const size_t sizes[] = {8, 32, 40};
+  const size_t sizes[] = {8, 32, 8, 32, 8, 32, 8, 32, 8, 32, 8, 40};
+  // (48 with the flat node-local team, whose ring this is about; 8 where
+  // the collectives go point to point, between hosts, and cost more)
+  auto* team = static_cast<lci::coll::shm_team_t*>(
+      lci::get_g_runtime().p_impl->coll_team.get());
+  const int calls = team && !team->hierarchical() ? 48 : 8;
   for (int block = 0; block < 2 * g_n; ++block) {
     const int root = block % g_n;
     const bool bcast = block / g_n == 0;
@@ -356,8 +365,11 @@ void test_stream()
     const int slow = bcast ? (root + 1) % g_n : root;
     if (g_n > 1 && g_rank == slow)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    for (int k = 0; k < 8; ++k) {
-      const size_t size = sizes[k % 3];
+    for (int k = 0; k < calls; ++k) {
+      // more than a ring of small rounds between the reader's pauses
+      if (g_n > 1 && g_rank == slow && (k == 20 || k == 37))
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      const size_t size = sizes[k % 12];
       unsigned seq = ++g_seq;
       if (bcast) {
         std::vector<unsigned char> buf(size, 0xee);
@@ -384,6 +396,42 @@ void test_stream()
       g_checked += static_cast<long>(size);
     }
   }
+}
+
+// With a flat node-local team, a broadcast's root runs up to 15 small
+// rounds (its ring of control lines) ahead of a reader without waiting for
+// it: 12 broadcasts of 8 bytes while rank 1 sleeps 300 ms take the root far
+// less than that, and every reader still gets each round's bytes.
+void test_run_ahead()
+{
+  auto* team = static_cast<lci::coll::shm_team_t*>(
+      lci::get_g_runtime().p_impl->coll_team.get());
+  if (g_n < 2 || !team || team->hierarchical()) return;
+  const int calls = 12;
+  lci::barrier();  // every rank has read every earlier round
+  if (g_rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int k = 0; k < calls; ++k) {
+    unsigned seq = ++g_seq;
+    unsigned char buf[8];
+    std::memset(buf, 0xee, sizeof(buf));
+    if (g_rank == 0) fill_bytes(buf, sizeof(buf), 0, seq);
+    lci::broadcast(buf, sizeof(buf), 0);
+    for (size_t i = 0; i < sizeof(buf); ++i)
+      if (buf[i] != byte_of(0, i, seq)) {
+        CHECK(false, "run-ahead broadcast %d: byte %zu is %d", k, i, buf[i]);
+        break;
+      }
+    g_checked += static_cast<long>(sizeof(buf));
+  }
+  const double ms = std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count();
+  if (g_rank == 0)
+    CHECK(ms < 150,
+          "the root waited %.0f ms for a sleeping reader in %d "
+          "small broadcasts",
+          ms, calls);
 }
 
 void test_threads(int nthreads, int iters)
@@ -588,6 +636,7 @@ int main(int argc, char** argv)
     // outputs of the earlier rounds
     test_overlap(size_t(96) << 10);
     test_stream();
+    test_run_ahead();
     test_threads(nthreads, iters);
     test_bad_input();
     lci::barrier();
