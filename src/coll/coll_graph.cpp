@@ -8,6 +8,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "util/error.hpp"
@@ -28,11 +29,11 @@ constexpr unsigned kSpinLoads = 64;
 // team knows), it keeps its core: giving it away (the library's idle
 // policy, util/idle.hpp) hands it to other jobs' processes for a time
 // slice while the peer it waits for runs on its own core, and the MPI
-// implementations do not either. With more ranks than cores the library's
-// policy applies (the rank it waits for may be waiting for that core; a
-// yield at every idle poll, as MPI does then, loses whole time slices to
-// other jobs' load: docs/PERFORMANCE_LOG.md), and so it does without a
-// team (collectives off, or not this engine's).
+// implementations do not either. With more ranks than cores the rank it
+// waits for may be waiting for this core, so a node-local collective
+// gives it away at every poll that finds it still waiting (run_team), as
+// Open MPI does when oversubscribed; without a team
+// (collectives off, or not this engine's) the library's policy applies.
 bool keeps_core(team_base_t* team)
 {
   return team && !static_cast<shm_team_t*>(team)->oversubscribed();
@@ -504,6 +505,11 @@ void coll_t::run_team(const shm_request_t& req, const status_t& status)
   // the core when idle); an error raised meanwhile is kept until the
   // collective ended, which must not touch the caller's buffers after it
   // returned
+  //
+  // With more ranks than cores on the node, the rank this one waits for
+  // may need this core: every poll that finds the collective still waiting
+  // also progresses the device and then gives the core away, as Open MPI
+  // does when oversubscribed.
   const bool keep = keeps_core(team);
   std::exception_ptr raised;
   try {
@@ -514,15 +520,18 @@ void coll_t::run_team(const shm_request_t& req, const status_t& status)
   for (unsigned spins = 1; !op->done.load(std::memory_order_acquire); ++spins) {
     try {
       if (team->poll()) continue;
-      // until the line it waits for changes, or a while: loads that hit
-      // this core's cache, where a poll runs the team's every check
-      if (op->spin_on_wait(kSpinLoads) || spins < kAlonePolls ||
-          (spins & 1) != 0)
+      // with a core per rank: until the line it waits for changes, or a
+      // while, loads that hit this core's cache, where a poll runs the
+      // team's every check
+      if (keep && (op->spin_on_wait(kSpinLoads) || spins < kAlonePolls ||
+                   (spins & 1) != 0))
         continue;
       if (keep) util::idle_keep_core();
       // the device alone (its runtime is the call's): the handle check
       // then takes its per-thread cached path
       progress_x().device(call_.device)();
+      if (!keep && !op->done.load(std::memory_order_acquire))
+        std::this_thread::yield();
     } catch (...) {
       if (!raised) raised = std::current_exception();
     }
