@@ -399,18 +399,44 @@ void test_stream()
 }
 
 // With a flat node-local team, a broadcast's root runs up to 15 small
-// rounds (its ring of control lines) ahead of a reader without waiting for
-// it: 12 broadcasts of 8 bytes while rank 1 sleeps 300 ms take the root far
-// less than that, and every reader still gets each round's bytes.
+// rounds (its ring of control lines) ahead of its readers without waiting
+// for them: the root makes 12 broadcasts of 8 bytes and only then tells
+// each reader, point to point, that it finished; the readers start theirs
+// only when told (or after 10 s: the root waited for them), and every
+// reader still gets each round's bytes.
 void test_run_ahead()
 {
   auto* team = static_cast<lci::coll::shm_team_t*>(
       lci::get_g_runtime().p_impl->coll_team.get());
   if (g_n < 2 || !team || team->hierarchical()) return;
   const int calls = 12;
+  const lci::tag_t kDoneTag = 0x7a11;
   lci::barrier();  // every rank has read every earlier round
-  if (g_rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  const auto t0 = std::chrono::steady_clock::now();
+  int finished = 0;
+  lci::comp_t told;
+  bool heard = true;
+  if (g_rank != 0) {
+    // no collective is started here until the root's word arrived, so
+    // progress touches no round of the team meanwhile
+    told = lci::alloc_sync();
+    lci::status_t st;
+    do {
+      st = lci::post_recv(0, &finished, sizeof(finished), kDoneTag, told);
+      if (st.is_retry()) lci::progress();
+    } while (st.is_retry());
+    heard = st.is_done();
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!heard && std::chrono::steady_clock::now() < deadline) {
+      lci::progress();
+      heard = lci::sync_test(told, nullptr);
+    }
+    CHECK(heard,
+          "rank %d: the root did not finish %d small broadcasts in 10 s "
+          "while this reader waited before its first (it waits for its "
+          "readers)",
+          g_rank, calls);
+  }
   for (int k = 0; k < calls; ++k) {
     unsigned seq = ++g_seq;
     unsigned char buf[8];
@@ -424,14 +450,18 @@ void test_run_ahead()
       }
     g_checked += static_cast<long>(sizeof(buf));
   }
-  const double ms = std::chrono::duration<double, std::milli>(
-                        std::chrono::steady_clock::now() - t0)
-                        .count();
-  if (g_rank == 0)
-    CHECK(ms < 150,
-          "the root waited %.0f ms for a sleeping reader in %d "
-          "small broadcasts",
-          ms, calls);
+  if (g_rank == 0) {
+    finished = calls;
+    for (int r = 1; r < g_n; ++r)
+      lci::post_send(r, &finished, sizeof(finished), kDoneTag, lci::COMP_NULL);
+  } else {
+    // the root's word comes after its broadcasts, which this rank's own
+    // broadcasts let it finish when it had waited for them
+    if (!heard) lci::sync_wait(told, nullptr);
+    lci::free_comp(&told);
+    CHECK(finished == calls, "rank %d: the root's word is %d", g_rank,
+          finished);
+  }
 }
 
 void test_threads(int nthreads, int iters)
