@@ -160,8 +160,8 @@ RUNS = {
             "Native shm RMA: small transfers"),
     "threads": (OFI_SHM, "3e1a5a5, 2026-11-24", "msgrate-threads.results.csv",
                 "Threads through loopback"),
-    "coll": (SHM, "c3ff08d, 2026-11-27", "coll_c3ff08d_2026-11-27.csv",
-             "Collectives on one node after coll4"),
+    "coll": (SHM, "42e5b2d, 2026-11-27", "coll_42e5b2d_2026-11-27.csv",
+             "The day's branches merged, on a quiet machine"),
     "coll_shm": (SHM, "75830d4, 2026-11-27", "coll_shm_2026-11-27.csv",
                  "Collectives: large messages through the segment"),
     "hosts": (HOSTS, "d9307e0, 2026-11-27", "multihost_socket_2026-11-27.csv",
@@ -174,8 +174,8 @@ RUNS = {
                      "Two hosts, large messages on a loaded machine"),
     "capi": (SHM, "4278f14, 2026-11-27", "capi_4278f14_2026-11-27.csv",
              "The C interface and the socket backend's sleep"),
-    "kmer": (SHM, "02e705f, 2026-11-26", "kmer_2026-11-26.csv",
-             "Across two hosts"),
+    "kmer": (SHM, "42e5b2d, 2026-11-27", "kmer_42e5b2d_2026-11-27.csv",
+             "The day's branches merged, on a quiet machine"),
 }
 
 KIB, MIB = 1 << 10, 1 << 20
@@ -228,6 +228,13 @@ ROWS = [
         ("alltoall, 4 KiB, 2 ranks", "alltoall", 4 * KIB, 3),
         ("alltoall, 64 KiB, 2 ranks", "alltoall", 64 * KIB, 1),
         ("alltoall, 1 MiB, 2 ranks", "alltoall", MIB, 1))
+] + [
+    ("coll", measure, "us", True, 3,
+     lambda f, coll=coll, size=size: collective(f, coll, size, 4))
+    for measure, coll, size in (
+        ("barrier, 4 ranks on 2 cores", "barrier", 0),
+        ("allreduce, 8 B, 4 ranks on 2 cores", "allreduce", 8),
+        ("broadcast, 8 B, 4 ranks on 2 cores", "broadcast", 8))
 ] + [
     ("coll_shm", "%s, %s ranks (loaded machine)" % (coll_label, ranks), "us",
      True, 1,
