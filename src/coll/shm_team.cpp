@@ -763,10 +763,16 @@ __attribute__((noinline)) void report_peer(const char* call, int g,
 // this node failed; *result says why). Out of line, so that the usual
 // pass of wait_for, which finds every line published, stays short.
 __attribute__((noinline)) int shm_team_t::missing(shm_op_t& op, int j,
+                                                  uint64_t e,
                                                   shm_result_t* result)
 {
   const int g = members_[static_cast<size_t>(j)];
   if (const int32_t st = stop(j)->stopped.load(std::memory_order_acquire)) {
+    // A rank publishes its last round (a failed stage's round carries the
+    // failure for the ranks that wait for it) before it stops, so round e
+    // may have arrived since this rank read the line: the stop's acquire
+    // makes that round visible, and the next poll reads it.
+    if (line(j, e)->seq.load(std::memory_order_acquire) >= e) return 0;
     std::ostringstream os;
     os << "lci::" << op.req_.call << ": ";
     if (st >= kStoppedPeer) {
@@ -829,7 +835,7 @@ int shm_team_t::wait_for(shm_op_t& op, uint64_t e, bool all,
     // a blocking caller spins on this line until it changes
     op.wait_seq_.store(&line(j, e)->seq, std::memory_order_relaxed);
     op.wait_value_.store(e, std::memory_order_relaxed);
-    return missing(op, j, result);
+    return missing(op, j, e, result);
   }
   // broadcast and reduce need only some ranks; the others need every one
   if (all || needs_all(op)) all_seen_ = std::max(all_seen_, op.seen_);

@@ -256,7 +256,7 @@ class shm_team_t final : public team_base_t
   // e: 1 yes, 0 not yet, -1 one of them failed (*result says which)
   int wait_for(shm_op_t& op, uint64_t e, bool all, shm_result_t* result);
   // wait_for's case of a rank that has not published the round yet
-  int missing(shm_op_t& op, int j, shm_result_t* result);
+  int missing(shm_op_t& op, int j, uint64_t e, shm_result_t* result);
   void write_phase(shm_op_t& op, char* mine);
   void read_phase(shm_op_t& op, uint64_t epoch);
 
