@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages LCI needs to build and test, if missing
-# (scripts/deps.sh [--bench] [--fuzz]).
+# (scripts/deps.sh [--bench] [--fuzz] [--upstream]).
 # Idempotent: checks each package with dpkg -s and runs apt-get (update, then
 # install) only when something is missing. Runs as root; as another user it
 # uses sudo when that exists.
@@ -36,11 +36,15 @@ packages+=(nftables)
 #   k-mer counting benchmark (apps/kmer/bench.sh)
 # --fuzz: also clang and its libFuzzer runtime for the opt-in libFuzzer
 #   build (cmake --preset fuzz; docs/RELIABILITY.md, "Fuzzing")
+# --upstream: also cxxopts and OpenMP, which upstream LCI 2's client files
+#   need (scripts/upstream_clients.sh)
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(python3-matplotlib seqprep-data) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
-    *) echo "deps.sh: unknown option $arg (--bench, --fuzz)" >&2; exit 2 ;;
+    --upstream) packages+=(libcxxopts-dev libomp-dev) ;;
+    *) echo "deps.sh: unknown option $arg (--bench, --fuzz, --upstream)" >&2
+       exit 2 ;;
   esac
 done
 

@@ -10,7 +10,7 @@
 #   PREFIX        where this library is installed (cmake --install)
 #   WORKDIR       a scratch directory outside both trees
 # Needs GoogleTest, cxxopts and OpenMP (Debian: libgtest-dev,
-# libcxxopts-dev, libomp-dev). Each run has a timeout of T seconds
+# libcxxopts-dev, libomp-dev: scripts/deps.sh --upstream). Each run has a timeout of T seconds
 # (default 300). Prints one PASS/FAIL line per run and a total; exits 1
 # if anything failed to build or run.
 set -u
