@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -496,9 +497,18 @@ void coll_t::run_team(const shm_request_t& req, const status_t& status)
     team->poll();
     return;
   }
-  // on the stack: this call returns only once the team finished it
-  shm_wait_op_t wait;
-  shm_wait_op_t* op = &wait;
+  // on the stack: this call returns only once the team finished it; made
+  // only when the small round's direct run does not finish it at once
+  std::optional<shm_wait_op_t> wait;
+  const shm_team_t::small_t small = team->run_small(
+      req,
+      [](void* w) -> shm_op_t* {
+        return &static_cast<std::optional<shm_wait_op_t>*>(w)->emplace();
+      },
+      &wait);
+  if (small == shm_team_t::small_t::done) return;
+  shm_wait_op_t* op =
+      small == shm_team_t::small_t::declined ? &wait.emplace() : &*wait;
   // poll the team alone for a short while (a running peer arrives soon,
   // and a progress call in between only delays seeing it), then also every
   // other poll the device (point-to-point traffic, peer checks, yielding
@@ -513,7 +523,7 @@ void coll_t::run_team(const shm_request_t& req, const status_t& status)
   const bool keep = keeps_core(team);
   std::exception_ptr raised;
   try {
-    team->start(op, req, true);
+    if (small == shm_team_t::small_t::declined) team->start(op, req, true);
   } catch (...) {
     raised = std::current_exception();
   }
