@@ -6,7 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <optional>
+#include <new>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -499,16 +499,26 @@ void coll_t::run_team(const shm_request_t& req, const status_t& status)
   }
   // on the stack: this call returns only once the team finished it; made
   // only when the small round's direct run does not finish it at once
-  std::optional<shm_wait_op_t> wait;
-  const shm_team_t::small_t small = team->run_small(
-      req,
-      [](void* w) -> shm_op_t* {
-        return &static_cast<std::optional<shm_wait_op_t>*>(w)->emplace();
-      },
-      &wait);
+  // (uninitialized storage until then: the usual call writes none of it)
+  struct lazy_wait_t {
+    alignas(shm_wait_op_t) unsigned char bytes[sizeof(shm_wait_op_t)];
+    shm_wait_op_t* op = nullptr;
+    ~lazy_wait_t()
+    {
+      if (op) op->~shm_wait_op_t();
+    }
+    static shm_op_t* make(void* self)
+    {
+      auto* w = static_cast<lazy_wait_t*>(self);
+      w->op = new (w->bytes) shm_wait_op_t();
+      return w->op;
+    }
+  } wait;
+  const shm_team_t::small_t small =
+      team->run_small(req, &lazy_wait_t::make, &wait);
   if (small == shm_team_t::small_t::done) return;
-  shm_wait_op_t* op =
-      small == shm_team_t::small_t::declined ? &wait.emplace() : &*wait;
+  if (small == shm_team_t::small_t::declined) lazy_wait_t::make(&wait);
+  shm_wait_op_t* op = wait.op;
   // poll the team alone for a short while (a running peer arrives soon,
   // and a progress call in between only delays seeing it), then also every
   // other poll the device (point-to-point traffic, peer checks, yielding

@@ -928,27 +928,6 @@ namespace
 // it failed) is the general path's to wait for with every check.
 constexpr unsigned kSmallSpins = 1024;
 
-// The bytes each rank writes in the round of a collective whose round is
-// small (one round in the control line), or more than kInlineBytes.
-inline size_t small_part(const shm_request_t& r, size_t n)
-{
-  switch (r.kind) {
-    case shm_kind_t::barrier:
-      return 0;
-    case shm_kind_t::broadcast:
-    case shm_kind_t::allgather:
-      return r.size;
-    case shm_kind_t::alltoall:
-      return r.size > kInlineBytes ? r.size : r.size * n;
-    case shm_kind_t::reduce:
-    case shm_kind_t::allreduce:
-      return r.count > kInlineBytes ? r.count : r.count * r.item_size;
-    case shm_kind_t::reduce_scatter:
-      return r.count > kInlineBytes ? r.count : r.count * r.item_size * n;
-  }
-  return SIZE_MAX;
-}
-
 // Two descriptions are the same call (and neither is a failed stage's):
 // the whole 24 bytes, the `failed` word included (-1 in this rank's).
 inline bool same_desc(const desc_t& a, const desc_t& b)
@@ -979,7 +958,7 @@ bool shm_team_t::small_free(uint64_t need)
   return true;
 }
 
-void shm_team_t::small_write(const shm_request_t& r, char* mine) const
+inline void shm_team_t::small_write(const shm_request_t& r, char* mine) const
 {
   auto* dst = reinterpret_cast<unsigned char*>(mine);
   const char* in = static_cast<const char*>(r.in);
@@ -1010,7 +989,7 @@ void shm_team_t::small_write(const shm_request_t& r, char* mine) const
   }
 }
 
-void shm_team_t::small_read(const shm_request_t& r, uint64_t e) const
+inline void shm_team_t::small_read(const shm_request_t& r, uint64_t e) const
 {
   auto* out = static_cast<unsigned char*>(r.out);
   const int n = rank_n_;
@@ -1076,12 +1055,44 @@ shm_team_t::small_t shm_team_t::run_small(const shm_request_t& req,
                                           shm_op_t* (*make)(void*), void* ctx)
 {
   const size_t n = static_cast<size_t>(rank_n_);
-  if (__builtin_expect(!base_ || small_part(req, n) > kInlineBytes, 0))
-    return small_t::declined;
-  // a reduction split into shares takes two rounds (LCI_COLL_SHM_SPLIT
-  // can put the split point below the control line's bytes)
-  if ((req.kind == shm_kind_t::reduce || req.kind == shm_kind_t::allreduce) &&
-      n >= 3 && req.count * req.item_size >= split_bytes_)
+  // the bytes each rank writes in the round (a count above the line's
+  // bytes stands for itself: too many), and the ranks this rank needs (as
+  // set_needs: broadcast's root and reduce's other ranks need nobody)
+  const uint64_t others =
+      (rank_n_ >= 64 ? ~uint64_t(0) : (uint64_t(1) << rank_n_) - 1) &
+      ~(uint64_t(1) << rank_me_);
+  uint64_t needs = others;
+  size_t part = 0;
+  switch (req.kind) {
+    case shm_kind_t::barrier:
+      break;
+    case shm_kind_t::broadcast:
+      part = req.size;
+      needs = rank_me_ != req.root ? uint64_t(1) << req.root : 0;
+      break;
+    case shm_kind_t::allgather:
+      part = req.size;
+      break;
+    case shm_kind_t::alltoall:
+      part = req.size > kInlineBytes ? req.size : req.size * n;
+      break;
+    case shm_kind_t::reduce:
+      needs = rank_me_ == req.root ? others : 0;
+      [[fallthrough]];
+    case shm_kind_t::allreduce:
+      part = req.count > kInlineBytes ? req.count : req.count * req.item_size;
+      // a reduction split into shares takes two rounds (LCI_COLL_SHM_SPLIT
+      // can put the split point below the control line's bytes)
+      if (n >= 3 && part >= split_bytes_) return small_t::declined;
+      break;
+    case shm_kind_t::reduce_scatter:
+      part =
+          req.count > kInlineBytes ? req.count : req.count * req.item_size * n;
+      break;
+    default:
+      return small_t::declined;
+  }
+  if (__builtin_expect(part > kInlineBytes || !base_, 0))
     return small_t::declined;
   // nothing queued or running, and nobody else polling: as in start
   if (npending_.load(std::memory_order_acquire) != 0 ||
@@ -1105,16 +1116,6 @@ shm_team_t::small_t shm_team_t::run_small(const shm_request_t& req,
   mine->seq.store(e, std::memory_order_release);
   prefetch_for_write(line(rank_me_, e + 1));
   ++small_runs_;
-  // the ranks this rank needs (as set_needs): broadcast's root and
-  // reduce's other ranks need nobody
-  const uint64_t others =
-      (rank_n_ >= 64 ? ~uint64_t(0) : (uint64_t(1) << rank_n_) - 1) &
-      ~(uint64_t(1) << rank_me_);
-  uint64_t needs = others;
-  if (req.kind == shm_kind_t::broadcast)
-    needs = rank_me_ != req.root ? uint64_t(1) << req.root : 0;
-  else if (req.kind == shm_kind_t::reduce)
-    needs = rank_me_ == req.root ? others : 0;
   // with more ranks than cores the one awaited may need this core: one
   // look, then the general path, which gives the core away
   unsigned budget = oversubscribed_ ? 1 : kSmallSpins;
