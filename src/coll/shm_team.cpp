@@ -81,7 +81,10 @@ constexpr size_t kInlineBytes = 32;
 // reads their lines that rarely instead of once per round, and a reader's
 // line is seldom taken from it between two of its own writes. That wait
 // blocks only where a ring of kRoundLines / 2 lines would block too.
-constexpr uint64_t kRoundLines = 16;
+// With more ranks than cores the ranks take turns on a core, and each turn
+// of a rank that needs nobody lasts until it is that far ahead: a long ring
+// makes the turns (a context switch each) rare per round.
+constexpr uint64_t kRoundLines = 64;
 constexpr uint64_t kReadAhead = 4;
 constexpr size_t kLinesPerRank = kRoundLines + 1;
 constexpr int32_t kStoppedFatal = 1;
@@ -376,6 +379,8 @@ shm_team_t::~shm_team_t()
   for (shm_op_t* op : queue_) op->abandon();
   if (base_) munmap(base_, bytes_);
 }
+
+uint64_t shm_team_t::round_lines() { return kRoundLines; }
 
 shm_team_t::line_t* shm_team_t::line(int r, uint64_t epoch) const
 {

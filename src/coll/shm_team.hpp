@@ -240,6 +240,9 @@ class shm_team_t final : public team_base_t
   // over after it published (introspection for tests; the calling
   // thread's view)
   uint64_t small_runs() const { return small_runs_; }
+  // control lines per rank: the most small rounds a rank that needs nobody
+  // runs ahead of the others, plus one (for tests)
+  static uint64_t round_lines();
   void count_hierarchical()
   {
     hier_runs_.fetch_add(1, std::memory_order_relaxed);
