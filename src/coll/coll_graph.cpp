@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -496,9 +497,28 @@ void coll_t::run_team(const shm_request_t& req, const status_t& status)
     team->poll();
     return;
   }
-  // on the stack: this call returns only once the team finished it
-  shm_wait_op_t wait;
-  shm_wait_op_t* op = &wait;
+  // on the stack: this call returns only once the team finished it; made
+  // only when the small round's direct run does not finish it at once
+  // (uninitialized storage until then: the usual call writes none of it)
+  struct lazy_wait_t {
+    alignas(shm_wait_op_t) unsigned char bytes[sizeof(shm_wait_op_t)];
+    shm_wait_op_t* op = nullptr;
+    ~lazy_wait_t()
+    {
+      if (op) op->~shm_wait_op_t();
+    }
+    static shm_op_t* make(void* self)
+    {
+      auto* w = static_cast<lazy_wait_t*>(self);
+      w->op = new (w->bytes) shm_wait_op_t();
+      return w->op;
+    }
+  } wait;
+  const shm_team_t::small_t small =
+      team->run_small(req, &lazy_wait_t::make, &wait);
+  if (small == shm_team_t::small_t::done) return;
+  if (small == shm_team_t::small_t::declined) lazy_wait_t::make(&wait);
+  shm_wait_op_t* op = wait.op;
   // poll the team alone for a short while (a running peer arrives soon,
   // and a progress call in between only delays seeing it), then also every
   // other poll the device (point-to-point traffic, peer checks, yielding
@@ -513,7 +533,7 @@ void coll_t::run_team(const shm_request_t& req, const status_t& status)
   const bool keep = keeps_core(team);
   std::exception_ptr raised;
   try {
-    team->start(op, req, true);
+    if (small == shm_team_t::small_t::declined) team->start(op, req, true);
   } catch (...) {
     raised = std::current_exception();
   }

@@ -81,7 +81,10 @@ constexpr size_t kInlineBytes = 32;
 // reads their lines that rarely instead of once per round, and a reader's
 // line is seldom taken from it between two of its own writes. That wait
 // blocks only where a ring of kRoundLines / 2 lines would block too.
-constexpr uint64_t kRoundLines = 16;
+// With more ranks than cores the ranks take turns on a core, and each turn
+// of a rank that needs nobody lasts until it is that far ahead: a long ring
+// makes the turns (a context switch each) rare per round.
+constexpr uint64_t kRoundLines = 64;
 constexpr uint64_t kReadAhead = 4;
 constexpr size_t kLinesPerRank = kRoundLines + 1;
 constexpr int32_t kStoppedFatal = 1;
@@ -376,6 +379,8 @@ shm_team_t::~shm_team_t()
   for (shm_op_t* op : queue_) op->abandon();
   if (base_) munmap(base_, bytes_);
 }
+
+uint64_t shm_team_t::round_lines() { return kRoundLines; }
 
 shm_team_t::line_t* shm_team_t::line(int r, uint64_t epoch) const
 {
@@ -918,6 +923,242 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
     op.waiting_ = 0;
   }
   return true;
+}
+
+namespace
+{
+// Loads of an awaited line's round counter before run_small hands its
+// round over to the general path: a peer that runs arrives within them
+// (about a microsecond), and one that does not (it computes, it stopped,
+// it failed) is the general path's to wait for with every check.
+constexpr unsigned kSmallSpins = 1024;
+
+// Two descriptions are the same call (and neither is a failed stage's):
+// the whole 24 bytes, the `failed` word included (-1 in this rank's).
+inline bool same_desc(const desc_t& a, const desc_t& b)
+{
+  static_assert(sizeof(desc_t) == 24, "three words");
+  uint64_t x[3], y[3];
+  std::memcpy(x, &a, sizeof x);
+  std::memcpy(y, &b, sizeof y);
+  return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2])) == 0;
+}
+}  // namespace
+
+bool shm_team_t::small_free(uint64_t need)
+{
+  // as wait_for and advance: the latest round this rank completed first,
+  // else the round that puts the next check kRoundLines / 2 rounds away
+  const uint64_t target = std::min(epoch_, need + kRoundLines / 2 - 1);
+  uint64_t seen = epoch_;
+  for (int j = 0; j < rank_n_; ++j) {
+    if (j == rank_me_) continue;
+    if (line(j, epoch_)->seq.load(std::memory_order_acquire) >= epoch_)
+      continue;
+    if (line(j, target)->seq.load(std::memory_order_acquire) < target)
+      return false;
+    seen = target;
+  }
+  all_seen_ = std::max(all_seen_, seen);
+  return true;
+}
+
+inline void shm_team_t::small_write(const shm_request_t& r, char* mine) const
+{
+  auto* dst = reinterpret_cast<unsigned char*>(mine);
+  const char* in = static_cast<const char*>(r.in);
+  const size_t n = static_cast<size_t>(rank_n_);
+  switch (r.kind) {
+    case shm_kind_t::barrier:
+      return;
+    case shm_kind_t::broadcast:
+      if (rank_me_ == r.root) util::copy_small(dst, r.out, r.size);
+      return;
+    case shm_kind_t::allgather:
+      util::copy_small(dst, in, r.size);
+      return;
+    case shm_kind_t::alltoall:
+      for (size_t j = 0; j < n; ++j)
+        util::copy_small(dst + j * r.size, in + j * r.size, r.size);
+      return;
+    case shm_kind_t::reduce:
+    case shm_kind_t::allreduce:
+      util::copy_small(dst, in, r.count * r.item_size);
+      return;
+    case shm_kind_t::reduce_scatter: {
+      const size_t block = r.count * r.item_size;
+      for (size_t j = 0; j < n; ++j)
+        util::copy_small(dst + j * block, in + j * block, block);
+      return;
+    }
+  }
+}
+
+inline void shm_team_t::small_read(const shm_request_t& r, uint64_t e) const
+{
+  auto* out = static_cast<unsigned char*>(r.out);
+  const int n = rank_n_;
+  switch (r.kind) {
+    case shm_kind_t::barrier:
+      return;
+    case shm_kind_t::broadcast:
+      if (rank_me_ != r.root)
+        util::copy_small(out, line(r.root, e)->data, r.size);
+      return;
+    case shm_kind_t::allgather:
+      for (int j = 0; j < n; ++j)
+        util::copy_small(out + j * r.size, line(j, e)->data, r.size);
+      return;
+    case shm_kind_t::alltoall:
+      for (int j = 0; j < n; ++j)
+        util::copy_small(out + j * r.size, line(j, e)->data + rank_me_ * r.size,
+                         r.size);
+      return;
+    case shm_kind_t::reduce:
+    case shm_kind_t::allreduce:
+    case shm_kind_t::reduce_scatter: {
+      if (r.kind == shm_kind_t::reduce && rank_me_ != r.root) return;
+      if (r.count == 0) return;
+      const size_t at = r.kind == shm_kind_t::reduce_scatter
+                            ? rank_me_ * r.count * r.item_size
+                            : 0;
+      // in rank order, as every rank does: the same bytes everywhere
+      r.op(line(0, e)->data + at, line(1, e)->data + at, out, r.count);
+      for (int j = 2; j < n; ++j)
+        r.op(out, line(j, e)->data + at, out, r.count);
+      return;
+    }
+  }
+}
+
+// The op in the state advance leaves it in after its write of the round
+// (one round, inline, written), made the current collective. Its chunk is
+// the whole input (block spacing in the line for alltoall and
+// reduce_scatter), which is what start gives a small round's reads.
+__attribute__((noinline)) void shm_team_t::small_hand_over(
+    shm_op_t& op, const shm_request_t& req)
+{
+  op.req_ = req;
+  op.chunk_ = req.kind == shm_kind_t::broadcast ||
+                      req.kind == shm_kind_t::allgather ||
+                      req.kind == shm_kind_t::alltoall
+                  ? req.size
+                  : req.count;
+  op.nrounds_ = 1;
+  op.split_ = false;
+  op.inline_ = true;
+  set_needs(op);
+  op.round_ = 0;
+  op.written_ = true;
+  op.waiting_ = 0;
+  current_ = &op;
+  npending_.fetch_add(1, std::memory_order_release);
+  polling_.clear(std::memory_order_release);
+}
+
+shm_team_t::small_t shm_team_t::run_small(const shm_request_t& req,
+                                          shm_op_t* (*make)(void*), void* ctx)
+{
+  const size_t n = static_cast<size_t>(rank_n_);
+  // the bytes each rank writes in the round (a count above the line's
+  // bytes stands for itself: too many), and the ranks this rank needs (as
+  // set_needs: broadcast's root and reduce's other ranks need nobody)
+  const uint64_t others =
+      (rank_n_ >= 64 ? ~uint64_t(0) : (uint64_t(1) << rank_n_) - 1) &
+      ~(uint64_t(1) << rank_me_);
+  uint64_t needs = others;
+  size_t part = 0;
+  switch (req.kind) {
+    case shm_kind_t::barrier:
+      break;
+    case shm_kind_t::broadcast:
+      part = req.size;
+      needs = rank_me_ != req.root ? uint64_t(1) << req.root : 0;
+      break;
+    case shm_kind_t::allgather:
+      part = req.size;
+      break;
+    case shm_kind_t::alltoall:
+      part = req.size > kInlineBytes ? req.size : req.size * n;
+      break;
+    case shm_kind_t::reduce:
+      needs = rank_me_ == req.root ? others : 0;
+      [[fallthrough]];
+    case shm_kind_t::allreduce:
+      part = req.count > kInlineBytes ? req.count : req.count * req.item_size;
+      // a reduction split into shares takes two rounds (LCI_COLL_SHM_SPLIT
+      // can put the split point below the control line's bytes)
+      if (n >= 3 && part >= split_bytes_) return small_t::declined;
+      break;
+    case shm_kind_t::reduce_scatter:
+      part =
+          req.count > kInlineBytes ? req.count : req.count * req.item_size * n;
+      break;
+    default:
+      return small_t::declined;
+  }
+  if (__builtin_expect(part > kInlineBytes || !base_, 0))
+    return small_t::declined;
+  // nothing queued or running, and nobody else polling: as in start
+  if (npending_.load(std::memory_order_acquire) != 0 ||
+      polling_.test_and_set(std::memory_order_acquire))
+    return small_t::declined;
+  const uint64_t e = epoch_ + 1;
+  // line e % kRoundLines was last read in round e - kRoundLines, by ranks
+  // that finished it once they published the round after
+  const uint64_t need = e > kRoundLines - 1 ? e - (kRoundLines - 1) : 0;
+  if (__builtin_expect(npending_.load(std::memory_order_acquire) != 0 ||
+                           broken_.errorcode != errorcode_t::done ||
+                           (all_seen_ < need && !small_free(need)),
+                       0)) {
+    polling_.clear(std::memory_order_release);
+    return small_t::declined;
+  }
+  const desc_t d = describe(req);
+  line_t* mine = line(rank_me_, e);
+  small_write(req, mine->data);
+  mine->desc = d;
+  mine->seq.store(e, std::memory_order_release);
+  prefetch_for_write(line(rank_me_, e + 1));
+  ++small_runs_;
+  // with more ranks than cores the one awaited may need this core: one
+  // look, then the general path, which gives the core away
+  unsigned budget = oversubscribed_ ? 1 : kSmallSpins;
+  for (uint64_t m = needs; m; m &= m - 1) {
+    const line_t* l = line(__builtin_ctzll(m), e);
+    while (l->seq.load(std::memory_order_acquire) < e)
+      if (__builtin_expect(--budget == 0, 0)) {
+        small_hand_over(*make(ctx), req);
+        return small_t::handed_over;
+      }
+    if (__builtin_expect(!same_desc(l->desc, d), 0)) {
+      small_hand_over(*make(ctx), req);
+      return small_t::handed_over;
+    }
+  }
+  try {
+    small_read(req, e);
+  } catch (...) {
+    // the user's operator threw: the round is done here all the same
+    epoch_ = e;
+    polling_.clear(std::memory_order_release);
+    throw;
+  }
+  // every rank this one needed published e: when that is every other
+  // rank, the next rounds' checks of line reuse read no line
+  if (needs == others) all_seen_ = e;
+  // a rank that reads others that need nobody (a broadcast's readers, a
+  // reduce's root) finds them rounds ahead: their next lines are fetched
+  // now, so that their transfers overlap (as advance does)
+  if (req.kind == shm_kind_t::broadcast || req.kind == shm_kind_t::reduce)
+    for (uint64_t m = needs; m; m &= m - 1) {
+      const int j = __builtin_ctzll(m);
+      for (uint64_t k = 1; k <= kReadAhead; ++k)
+        __builtin_prefetch(line(j, e + k), 0);
+    }
+  epoch_ = e;
+  polling_.clear(std::memory_order_release);
+  return small_t::done;
 }
 
 bool shm_team_t::poll()

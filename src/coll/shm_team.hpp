@@ -31,7 +31,9 @@
 // (`accepts`), starts it, and drives it with `poll` (from its blocking wait
 // or from progress). Collectives of one team run one after the other in the
 // order they were started, which is the same on every rank (the ordering
-// rule of a matching engine).
+// rule of a matching engine). A blocking collective of one small round
+// that finds the team idle runs it directly (`run_small`) and falls back
+// to that machinery for anything unusual.
 #ifndef LCI_COLL_SHM_TEAM_HPP
 #define LCI_COLL_SHM_TEAM_HPP
 
@@ -192,6 +194,23 @@ class shm_team_t final : public team_base_t
   // return false at once). `failed(ctx, rank)`: whether a rank is known to
   // have failed.
   bool poll() override;
+  // How run_small went: it ended (its result is in place), it declined
+  // (nothing happened: start the collective as usual), or it published
+  // this rank's round and handed the rest to the op it made, which is now
+  // the team's current collective (poll until it finished).
+  enum class small_t { done, declined, handed_over };
+  // A blocking collective of one small round (every rank's part fits the
+  // control line) run straight from the caller when nothing is queued or
+  // running: the round of advance without the op, the queue and the poll
+  // loop, so a reader that finds its peers there pays little more than
+  // its line transfers. Anything but the usual case (a line still in use,
+  // a peer not there after a short spin, a description that differs)
+  // goes to the general path, which reports errors and waits with every
+  // check: before this rank publishes, it declines; after, it makes the
+  // op (`make(ctx)`, only then) in the state advance leaves after its
+  // write and hands over.
+  small_t run_small(const shm_request_t& req, shm_op_t* (*make)(void*),
+                    void* ctx);
   void set_failure_check(bool (*failed)(void*, int), void* ctx)
   {
     failed_ = failed;
@@ -217,6 +236,13 @@ class shm_team_t final : public team_base_t
   {
     return hier_runs_.load(std::memory_order_relaxed);
   }
+  // collectives this rank ran through run_small, finished there or handed
+  // over after it published (introspection for tests; the calling
+  // thread's view)
+  uint64_t small_runs() const { return small_runs_; }
+  // control lines per rank: the most small rounds a rank that needs nobody
+  // runs ahead of the others, plus one (for tests)
+  static uint64_t round_lines();
   void count_hierarchical()
   {
     hier_runs_.fetch_add(1, std::memory_order_relaxed);
@@ -258,6 +284,14 @@ class shm_team_t final : public team_base_t
   // wait_for's case of a rank that has not published the round yet
   int missing(shm_op_t& op, int j, uint64_t e, shm_result_t* result);
   void write_phase(shm_op_t& op, char* mine);
+  // run_small's parts: whether every rank is known to have published
+  // round `need` (checking their lines as wait_for would, without
+  // waiting), its copy into the line, its read of the round e, and the
+  // hand-over to the general path
+  bool small_free(uint64_t need);
+  void small_write(const shm_request_t& req, char* mine) const;
+  void small_read(const shm_request_t& req, uint64_t e) const;
+  void small_hand_over(shm_op_t& op, const shm_request_t& req);
   void read_phase(shm_op_t& op, uint64_t epoch);
 
   int rank_me_, rank_n_;  // within this node
@@ -272,7 +306,8 @@ class shm_team_t final : public team_base_t
   // reduce and allreduce of at least this many bytes split the reduction
   // into per-rank shares (at 3 ranks and more)
   size_t split_bytes_;
-  uint64_t epoch_ = 0;  // rounds this rank completed
+  uint64_t epoch_ = 0;       // rounds this rank completed
+  uint64_t small_runs_ = 0;  // (under polling_)
   // every rank is known to have published this round (a round that
   // needed every rank saw them all): the next round's check of the
   // previous one then reads no other rank's line

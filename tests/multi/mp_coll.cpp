@@ -343,20 +343,24 @@ void test_overlap(size_t size)
 }
 
 // Runs of blocking broadcasts, then reduces, of 8 and 32 bytes (data in the
-// team's control lines) and 40 bytes (in its slots), 48 with one root,
-// while the rank that reads (a broadcast's other rank, a reduce's root)
-// sleeps before the run and twice within it: the ranks that need nobody
-// return at once and run rounds ahead of it, as far as the team's ring of
-// control lines lets them (16 small rounds), and must never overwrite what
-// it has not read; it must get every round's data in order.
+// team's control lines) and 40 bytes (in its slots), three rings of
+// control lines long with one root, while the rank that reads (a
+// broadcast's other rank, a reduce's root) sleeps before the run and twice
+// within it: the ranks that need nobody return at once and run rounds ahead
+// of it, as far as the team's ring of control lines lets them, and must
+// never overwrite what it has not read; it must get every round's data in
+// order.
 void test_stream()
 {
   const size_t sizes[] = {8, 32, 8, 32, 8, 32, 8, 32, 8, 32, 8, 40};
-  // (48 with the flat node-local team, whose ring this is about; 8 where
-  // the collectives go point to point, between hosts, and cost more)
+  // (three rings with the flat node-local team, whose ring this is about;
+  // 8 where the collectives go point to point, between hosts, and cost
+  // more)
   auto* team = static_cast<lci::coll::shm_team_t*>(
       lci::get_g_runtime().p_impl->coll_team.get());
-  const int calls = team && !team->hierarchical() ? 48 : 8;
+  const bool flat = team && !team->hierarchical();
+  const int ring = static_cast<int>(lci::coll::shm_team_t::round_lines());
+  const int calls = flat ? 3 * ring : 8;
   for (int block = 0; block < 2 * g_n; ++block) {
     const int root = block % g_n;
     const bool bcast = block / g_n == 0;
@@ -367,7 +371,8 @@ void test_stream()
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     for (int k = 0; k < calls; ++k) {
       // more than a ring of small rounds between the reader's pauses
-      if (g_n > 1 && g_rank == slow && (k == 20 || k == 37))
+      if (g_n > 1 && g_rank == slow && flat &&
+          (k == ring + 4 || k == 2 * ring + 5))
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
       const size_t size = sizes[k % 12];
       unsigned seq = ++g_seq;
@@ -399,8 +404,8 @@ void test_stream()
 }
 
 // With a flat node-local team, a broadcast's root runs up to 15 small
-// rounds (its ring of control lines) ahead of its readers without waiting
-// for them: the root makes 12 broadcasts of 8 bytes and only then tells
+// rounds (within its ring of control lines) ahead of its readers without
+// waiting for them: the root makes 12 broadcasts of 8 bytes and only then tells
 // each reader, point to point, that it finished; the readers start theirs
 // only when told (or after 10 s: the root waited for them), and every
 // reader still gets each round's bytes.
