@@ -16,6 +16,9 @@
 //            waiting, written once at most, so it stays in every reader's
 //            cache)
 //   slots    per rank two data slots of slot_bytes (rounds alternate)
+//   rings    per rank kRingBuffers ring buffers of slot_bytes /
+//            kRingBuffers, round e in buffer e % kRingBuffers, for rounds
+//            whose parts fit
 //
 // Round numbers only grow: a rank that is a round ahead never confuses a
 // slower one, and the flags need no reset.
@@ -85,6 +88,18 @@ constexpr size_t kInlineBytes = 32;
 // of a rank that needs nobody lasts until it is that far ahead: a long ring
 // makes the turns (a context switch each) rare per round.
 constexpr uint64_t kRoundLines = 64;
+// A round whose parts exceed a control line but fit a ring buffer
+// (1/kRingBuffers of a slot) travels through a ring of kRingBuffers such
+// buffers per rank, round e using buffer e % kRingBuffers, under the
+// control lines' rule: it reuses a buffer written kRingBuffers rounds
+// before, so a rank that needs nobody streams medium collectives (a
+// broadcast of a few KiB) up to kRingBuffers - 1 rounds ahead too, instead
+// of waiting each round for the readers of the round before, which puts a
+// line's round trip on every call. The ring is an area of one slot's size
+// per rank, apart from the slots, so the slots' rounds and the ring's never
+// share bytes. Fewer buffers than lines keep each buffer large (64 KiB with
+// 1 MiB slots).
+constexpr uint64_t kRingBuffers = 16;
 constexpr uint64_t kReadAhead = 4;
 constexpr size_t kLinesPerRank = kRoundLines + 1;
 constexpr int32_t kStoppedFatal = 1;
@@ -265,7 +280,7 @@ std::unique_ptr<shm_team_t> shm_team_t::open(
   int fd = -1;
   auto total_for = [local_n](size_t slot_bytes) {
     return slots_offset(static_cast<size_t>(local_n)) +
-           2 * slot_bytes * static_cast<size_t>(local_n);
+           3 * slot_bytes * static_cast<size_t>(local_n);
   };
   const bool creator = local_me == 0 && local_n > 1;
   if (creator) {
@@ -366,6 +381,7 @@ shm_team_t::shm_team_t(int rank_me, int rank_n, void* base, size_t bytes,
       base_(base),
       bytes_(bytes),
       slot_bytes_(slot_bytes),
+      ring_bytes_(slot_bytes / kRingBuffers / 64 * 64),
       split_bytes_(split_bytes)
 {
   static_assert(sizeof(line_t) == 64 && sizeof(stop_t) == 64,
@@ -403,9 +419,18 @@ char* shm_team_t::slot(int r, uint64_t epoch) const
          (2 * static_cast<size_t>(r) + (epoch & 1)) * slot_bytes_;
 }
 
+char* shm_team_t::ring(int r, uint64_t epoch) const
+{
+  const size_t n = static_cast<size_t>(rank_n_);
+  return static_cast<char*>(base_) + slots_offset(n) +
+         (2 * n + static_cast<size_t>(r)) * slot_bytes_ +
+         (epoch % kRingBuffers) * ring_bytes_;
+}
+
 char* shm_team_t::data(const shm_op_t& op, int r, uint64_t epoch) const
 {
-  return op.inline_ ? line(r, epoch)->data : slot(r, epoch);
+  if (op.inline_) return line(r, epoch)->data;
+  return op.ring_ ? ring(r, epoch) : slot(r, epoch);
 }
 
 bool shm_team_t::accepts(const shm_request_t& r) const
@@ -498,7 +523,7 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req, bool drive)
       break;
     case shm_kind_t::alltoall:
       part = req.size * n;
-      o.chunk_ = part <= kInlineBytes ? req.size : o.chunk_;
+      o.chunk_ = part <= ring_bytes_ ? req.size : o.chunk_;
       break;
     case shm_kind_t::reduce:
     case shm_kind_t::allreduce:
@@ -506,12 +531,13 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req, bool drive)
       break;
     case shm_kind_t::reduce_scatter:
       part = req.count * req.item_size * n;
-      o.chunk_ = part <= kInlineBytes ? req.count : o.chunk_;
+      o.chunk_ = part <= ring_bytes_ ? req.count : o.chunk_;
       break;
   }
   // the blocks of alltoall and reduce_scatter lie chunk_ units apart, packed
-  // when the data is inline
+  // when the data is inline or in a ring buffer
   o.inline_ = !o.split_ && part <= kInlineBytes;
+  o.ring_ = !o.split_ && !o.inline_ && part <= ring_bytes_;
   const size_t nchunks =
       total <= o.chunk_ || !o.chunk_ ? 1 : (total + o.chunk_ - 1) / o.chunk_;
   o.nrounds_ = o.split_ ? 2 * nchunks : nchunks;
@@ -855,15 +881,18 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
       // an input that an earlier stage still produces
       if (!op.gate_.load(std::memory_order_acquire)) return false;
       // slot e % 2 was last read in round e - 2 at the latest, line
-      // e % kRoundLines in round e - kRoundLines, by ranks that have all
+      // e % kRoundLines in round e - kRoundLines, ring buffer
+      // e % kRingBuffers in round e - kRingBuffers, by ranks that have all
       // finished it once they published the round after (usually known
       // already: most rounds wait for every rank)
-      const uint64_t lag = op.inline_ ? kRoundLines - 1 : 1;
-      uint64_t need = e > lag ? e - lag : 0;
-      // not known yet: wait until the others are within kRoundLines / 2
-      // (see kRoundLines), so that the next check is that many rounds away
-      if (op.inline_ && all_seen_ < need)
-        need = std::min(epoch_, need + kRoundLines / 2 - 1);
+      const uint64_t ring = op.inline_ ? kRoundLines
+                            : op.ring_ ? kRingBuffers
+                                       : 2;
+      uint64_t need = e > ring - 1 ? e - (ring - 1) : 0;
+      // not known yet: wait until the others are within half a ring (see
+      // kRoundLines), so that the next check is that many rounds away
+      if (ring > 2 && all_seen_ < need)
+        need = std::min(epoch_, need + ring / 2 - 1);
       int w = wait_for(op, need, true, result);
       if (w <= 0) return w < 0;
       desc_t d = describe(op.req_);
@@ -913,7 +942,7 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
       for (uint64_t m = op.needs_; m; m &= m - 1) {
         const int j = __builtin_ctzll(m);
         __builtin_prefetch(line(j, e + 1), 0);
-        if (op.inline_)
+        if (op.inline_ || op.ring_)
           for (uint64_t k = 2; k <= kReadAhead; ++k)
             __builtin_prefetch(line(j, e + k), 0);
       }

@@ -4,13 +4,15 @@
 // A team is the ranks of a runtime when all of them run on one node: they
 // share a segment with, per rank, a ring of control cache lines, one per
 // round modulo its length (a round counter, the round's check word and a
-// small round's data), and two data slots. A collective is a sequence of
-// rounds; in round e every rank waits until every rank published e - 1
-// (so all of them finished reading round e - 2, the last user of slot
-// e % 2; a small round, whose data travels in its control line, waits
-// only for the round that last used that line, up to 15 rounds back),
-// copies its part of the input into its slot e % 2 (or, when it is small,
-// its control line of round e), publishes e in that line
+// small round's data), two data slots and a ring of sixteen data buffers
+// for rounds of a few KiB. A collective is a sequence of rounds; in round
+// e every rank waits until every rank published e - 1 (so all of them
+// finished reading round e - 2, the last user of slot e % 2; a small
+// round, whose data travels in its control line or its ring buffer, waits
+// only for the round that last used that line or buffer, up to 63 or 15
+// rounds back), copies its part of the input into its slot
+// e % 2 (or, when it is small, its control line or ring buffer of round
+// e), publishes e in that line
 // (release), waits until the ranks it needs published e
 // (acquire; every rank, except that a broadcast's root and a reduce's
 // non-roots need nobody and a broadcast's other ranks only the root), and
@@ -145,6 +147,8 @@ class shm_op_t
   bool split_ = false;
   // each rank's part of the round fits its control line (one round)
   bool inline_ = false;
+  // it fits a ring buffer (one round): see kRoundLines in shm_team.cpp
+  bool ring_ = false;
   uint64_t round_ = 0;    // rounds done
   bool written_ = false;  // this round's input is in the slot
   int waiting_ = 0;       // the first rank not seen in this round yet
@@ -259,7 +263,10 @@ class shm_team_t final : public team_base_t
   line_t* line(int r, uint64_t epoch) const;
   stop_t* stop(int r) const;
   char* slot(int r, uint64_t epoch) const;
-  // where rank r's data of round epoch of op is: its line or its slot
+  // rank r's ring buffer of round epoch (see shm_op_t::ring_)
+  char* ring(int r, uint64_t epoch) const;
+  // where rank r's data of round epoch of op is: its line, its ring buffer
+  // or its slot
   char* data(const shm_op_t& op, int r, uint64_t epoch) const;
   // poll with polling_ held (released on return): 1 the queue is empty,
   // 0 the current collective waits, -1 one ended (poll again for more).
@@ -303,6 +310,7 @@ class shm_team_t final : public team_base_t
   void* base_;  // null for a node of one rank
   size_t bytes_;
   size_t slot_bytes_;
+  size_t ring_bytes_;  // a ring buffer: 1/kRoundLines of a slot
   // reduce and allreduce of at least this many bytes split the reduction
   // into per-rank shares (at 3 ranks and more)
   size_t split_bytes_;

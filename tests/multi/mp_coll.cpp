@@ -404,12 +404,13 @@ void test_stream()
 }
 
 // With a flat node-local team, a broadcast's root runs up to 15 small
-// rounds (within its ring of control lines) ahead of its readers without
-// waiting for them: the root makes 12 broadcasts of 8 bytes and only then tells
-// each reader, point to point, that it finished; the readers start theirs
-// only when told (or after 10 s: the root waited for them), and every
-// reader still gets each round's bytes.
-void test_run_ahead()
+// rounds (its ring of control lines, or of ring buffers for rounds larger
+// than a line: 200 bytes fit the smallest slot's) ahead of its readers
+// without waiting for them: the root makes 12 broadcasts of `size` bytes
+// and only then tells each reader, point to point, that it finished; the
+// readers start theirs only when told (or after 10 s: the root waited for
+// them), and every reader still gets each round's bytes.
+void test_run_ahead(size_t size)
 {
   auto* team = static_cast<lci::coll::shm_team_t*>(
       lci::get_g_runtime().p_impl->coll_team.get());
@@ -437,23 +438,24 @@ void test_run_ahead()
       heard = lci::sync_test(told, nullptr);
     }
     CHECK(heard,
-          "rank %d: the root did not finish %d small broadcasts in 10 s "
-          "while this reader waited before its first (it waits for its "
+          "rank %d: the root did not finish %d broadcasts of %zu bytes in "
+          "10 s while this reader waited before its first (it waits for its "
           "readers)",
-          g_rank, calls);
+          g_rank, calls, size);
   }
   for (int k = 0; k < calls; ++k) {
     unsigned seq = ++g_seq;
-    unsigned char buf[8];
-    std::memset(buf, 0xee, sizeof(buf));
-    if (g_rank == 0) fill_bytes(buf, sizeof(buf), 0, seq);
-    lci::broadcast(buf, sizeof(buf), 0);
-    for (size_t i = 0; i < sizeof(buf); ++i)
+    unsigned char buf[200];
+    std::memset(buf, 0xee, size);
+    if (g_rank == 0) fill_bytes(buf, size, 0, seq);
+    lci::broadcast(buf, size, 0);
+    for (size_t i = 0; i < size; ++i)
       if (buf[i] != byte_of(0, i, seq)) {
-        CHECK(false, "run-ahead broadcast %d: byte %zu is %d", k, i, buf[i]);
+        CHECK(false, "run-ahead broadcast %d of %zu bytes: byte %zu is %d", k,
+              size, i, buf[i]);
         break;
       }
-    g_checked += static_cast<long>(sizeof(buf));
+    g_checked += static_cast<long>(size);
   }
   if (g_rank == 0) {
     finished = calls;
@@ -671,7 +673,8 @@ int main(int argc, char** argv)
     // outputs of the earlier rounds
     test_overlap(size_t(96) << 10);
     test_stream();
-    test_run_ahead();
+    test_run_ahead(8);
+    test_run_ahead(200);
     test_threads(nthreads, iters);
     test_bad_input();
     lci::barrier();
