@@ -193,7 +193,20 @@ comp_t alloc_cq_x::call_impl(runtime_t runtime, bool zero_copy_am,
 status_t cq_pop_x::call_impl(comp_t comp, runtime_t runtime)
 {
   check_runtime(runtime, "cq_pop");
-  return as_cq(comp, "cq_pop")->pop();
+  // as_cq's fast path, each class's pop called from the type test that
+  // found it (cq_impl_t::pop would test the kind again)
+  comp_impl_t* p = comp.p_impl;
+  util::live_set_t* comps = globals::comps_if_made();
+  if (__builtin_expect(comps != nullptr && p != nullptr &&
+                           comp != COMP_NULL_RETRY && comps->cached(p),
+                       1)) {
+    const std::type_info* t = &typeid(*p);
+    if (__builtin_expect(t == &typeid(lcrq_cq_t), 1))
+      return static_cast<lcrq_cq_t*>(p)->pop_impl();
+    if (t == &typeid(array_cq_t))
+      return static_cast<array_cq_t*>(p)->pop_impl();
+  }
+  return as_cq_slow(comp, "cq_pop")->pop();
 }
 
 comp_t alloc_handler_x::call_impl(comp_handler_t handler, runtime_t runtime,

@@ -4,9 +4,6 @@
 namespace lci::comp_detail::hazard
 {
 
-thread_local record_t* t_record __attribute__((tls_model("initial-exec"))) =
-    nullptr;
-
 namespace
 {
 

@@ -33,8 +33,11 @@ enum slot_t { kPushSlot = 0, kPopSlot = 1 };
 
 // This thread's record, or null before its first use. initial-exec: liblci
 // is linked, not dlopen'ed, and one pointer fits the static TLS surplus.
-extern thread_local record_t* t_record
-    __attribute__((tls_model("initial-exec")));
+// Inline, with its constant initializer in sight: an extern declaration
+// would make every access first test for a TLS init function (a dynamic
+// initializer in another translation unit), on each push and pop.
+inline thread_local record_t* t_record
+    __attribute__((tls_model("initial-exec"))) = nullptr;
 
 // Slow path of my_record: take a free record or add one; arranges for the
 // record to be released when the thread exits.

@@ -246,6 +246,46 @@ INSTANTIATE_TEST_SUITE_P(AllSizes, ActiveMessageSize,
                            return std::string(kind_name(info.param));
                          });
 
+// Progress pushes an active message straight into a queue of either type:
+// more messages than a queue of 4 entries holds, each delivered once, in the
+// order sent, with its payload, through the array queue's overflow and the
+// lcrq's appended rings.
+TEST_F(LciTest, ActiveMessagesFillEachQueueTypeInOrder)
+{
+  constexpr int kMessages = 20;
+  for (lci::attr_cq_type_t type :
+       {lci::attr_cq_type_t::array_atomic, lci::attr_cq_type_t::lcrq}) {
+    SCOPED_TRACE(static_cast<int>(type));
+    lci::comp_t target = lci::alloc_cq_x().cq_type(type).default_length(4)();
+    lci::rcomp_t rcomp = lci::register_rcomp(target);
+    for (int i = 0; i < kMessages; ++i) {
+      uint64_t payload = 1000 + i;
+      lci::status_t s = lci_test::post_retry([&] {
+        return lci::post_am_x(0, &payload, sizeof(payload), lci::COMP_NULL,
+                              rcomp)
+            .tag(i)();
+      });
+      ASSERT_TRUE(s.is_done()) << s.error.get_str();
+    }
+    // every message delivered before the first pop
+    lci_test::progress_until_quiet();
+    for (int i = 0; i < kMessages; ++i) {
+      lci::status_t t = pop_wait(target);
+      ASSERT_TRUE(t.is_done()) << "message " << i << " never arrived";
+      EXPECT_EQ(t.rank, 0);
+      EXPECT_EQ(t.tag, static_cast<lci::tag_t>(i));
+      ASSERT_EQ(t.size, sizeof(uint64_t));
+      uint64_t got;
+      std::memcpy(&got, t.buffer, sizeof(got));
+      EXPECT_EQ(got, 1000u + i);
+      std::free(t.buffer);
+    }
+    EXPECT_TRUE(lci::cq_pop(target).is_retry()) << "delivered twice";
+    lci::deregister_rcomp(rcomp);
+    lci::free_comp(&target);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // the done / posted / retry contract
 
