@@ -245,6 +245,14 @@ RESOURCES = [
              "largest single RDMA transfer of a rendezvous, put or get; "
              "larger ones are split (0: the backend's maximum; clamped to it; "
              "after allocation the attribute reports the value in force)"),
+        attr("size_t", "max_am_rdv_bytes", 1 << 20,
+             "bytes of rendezvous active messages (those above the eager "
+             "limit) that one device receives at once: a request beyond "
+             "them waits, in arrival order, until one of those completes, "
+             "and is answered in a later progress call, so that a buffer the "
+             "receiver freed meanwhile can be handed out again while it is "
+             "still in the caches (docs/RUNTIME_DEVELOPERS.md); a message "
+             "larger than the bound goes alone; 0: no bound"),
         attr("size_t", "peer_check_interval", 100,
              "milliseconds between two checks, by progress, that the "
              "processes of the peer ranks on this host are alive (by pid, "

@@ -45,6 +45,8 @@ class rdv_ctx_t final : public transfer_op_t
   // failed by a peer failure (fail_rdv_peer): kept until free_runtime; an
   // active message's buffer is then ours to free
   bool peer_failed = false;
+  // bytes this receive holds of its device's am_gate (0: none)
+  size_t gated = 0;
 
   ~rdv_ctx_t() override
   {
@@ -61,7 +63,8 @@ class rdv_ctx_t final : public transfer_op_t
   void finish_claimed();
   // A transfer failed (claimed): release everything and throw.
   [[noreturn]] void fail(const char* why);
-  // Leaves the device's count; releases the registration (claimed).
+  // Leaves the device's count and gate; releases the registration
+  // (claimed).
   void release();
 };
 
@@ -105,7 +108,7 @@ msg_header_t control_header(runtime_impl_t* rt, msg_type_t type, tag_t tag)
 // for a receive's buffer, the user's).
 void start_recv(device_impl_t* dev, const msg_header_t& hdr, const rts_t& rts,
                 char* buffer, comp_impl_t* comp, void* user_context,
-                mr_t user_mr, allocator_base_t* am_alloc)
+                mr_t user_mr, allocator_base_t* am_alloc, size_t gated)
 {
   runtime_impl_t* rt = dev->runtime;
   if (rts.protocol < static_cast<uint32_t>(rdv_protocol_t::write) ||
@@ -127,6 +130,7 @@ void start_recv(device_impl_t* dev, const msg_header_t& hdr, const rts_t& rts,
   ctx->size = rts.size;
   ctx->comp = comp;
   ctx->user_context = user_context;
+  ctx->gated = gated;
   const bool get = ctx->protocol == rdv_protocol_t::get;
   ctx->mr.acquire(rt, user_mr, buffer, rts.size, !get, "progress");
 
@@ -176,11 +180,120 @@ rts_t parse_rts(const msg_header_t& hdr, const char* payload, size_t size)
   return rts;
 }
 
+// The bound on the rendezvous active messages a device receives at once
+// (resource/am_rdv_gate.hpp). A request that does not fit waits in the
+// gate; whoever frees room and sees requests waiting queues one start of
+// them in the device's backlog, which progress runs at the beginning of
+// its next step: after the call that completed a message has returned, so
+// that a receiver that frees each message as it takes it has freed the
+// buffer before the next is allocated. Lost wake-ups: a leave lowers the
+// state and then reads the waiting count; a request that waits raises the
+// count and then reads the state (sequentially consistent), so one of the
+// two sees the other.
+static_assert(sizeof(msg_header_t) + sizeof(rts_t) == am_rdv_gate_t::kMsgBytes,
+              "a waiting request holds the header and the RTS");
+
+void start_waiting_am(device_impl_t* dev);
+
+void kick_gate(device_impl_t* dev)
+{
+  if (dev->am_gate.kicked.exchange(true, std::memory_order_seq_cst)) return;
+  dev->backlog.push([dev]() -> error_t {
+    start_waiting_am(dev);
+    return errorcode_t::done;
+  });
+}
+
+void leave_gate(device_impl_t* dev, size_t n)
+{
+  am_rdv_gate_t& g = dev->am_gate;
+  g.leave(n);
+  if (g.nwaiting.load(std::memory_order_seq_cst) != 0) kick_gate(dev);
+}
+
+// An active message's RTS allowed through the gate (`gated` bytes of it
+// held, 0 without a bound): its buffer, its receive started.
+void start_am(device_impl_t* dev, const msg_header_t& hdr, const rts_t& rts,
+              size_t gated)
+{
+  comp_impl_t* comp = dev->runtime->rcomps.get(hdr.aux(), nullptr);
+  if (!comp) {
+    if (gated) leave_gate(dev, gated);
+    // the sender waits for an answer: tell it the message was refused
+    fin_t fin{rts.send_ctx, fin_t::kRejectNoRcomp};
+    send_control(dev, hdr.rank,
+                 control_header(dev->runtime, msg_type_t::fin, hdr.tag), &fin,
+                 sizeof(fin));
+    util::throw_fatal("progress: an active message from rank ", hdr.rank,
+                      " targets remote completion ", hdr.aux(),
+                      ", which is not registered here");
+  }
+  allocator_base_t* alloc = am_allocator(dev->runtime);
+  char* buf = static_cast<char*>(alloc->allocate(rts.size));
+  if (!buf) {
+    if (gated) leave_gate(dev, gated);
+    util::throw_fatal("progress: cannot allocate ", rts.size,
+                      " bytes for an active message");
+  }
+  try {
+    start_recv(dev, hdr, rts, buf, comp, nullptr, mr_t(), alloc, gated);
+  } catch (...) {
+    alloc->deallocate(buf);
+    if (gated) leave_gate(dev, gated);
+    throw;
+  }
+}
+
+// The backlog's start of the requests waiting in dev's gate: in arrival
+// order, as many as fit.
+void start_waiting_am(device_impl_t* dev)
+{
+  am_rdv_gate_t& g = dev->am_gate;
+  runtime_impl_t* rt = dev->runtime;
+  // cleared before the state is read: a leave from now on queues another
+  g.kicked.store(false, std::memory_order_seq_cst);
+  for (;;) {
+    msg_header_t hdr;
+    rts_t rts;
+    {
+      util::spin_guard_t lock(g.lock);
+      if (g.waiting.empty()) return;
+      const unsigned char* m = g.waiting.front().bytes;
+      std::memcpy(&hdr, m, sizeof(hdr));
+      std::memcpy(&rts, m + sizeof(hdr), sizeof(rts));
+      // (a leave to come queues the next start)
+      if (!g.try_enter(rts.size)) return;
+      g.waiting.pop_front();
+      g.nwaiting.fetch_sub(1, std::memory_order_seq_cst);
+    }
+    // the request's count in nops_pending ends after the receive it starts
+    // is counted (or when it is dropped), so the device never reads drained
+    // in between
+    struct uncount_t {
+      device_impl_t* dev;
+      ~uncount_t()
+      {
+        dev->nops_pending.fetch_sub(1, std::memory_order_relaxed);
+      }
+    } uncount{dev};
+    // a failed rank's request: its sender is gone, nothing to answer
+    if (peer_is_failed(rt, hdr.rank)) {
+      leave_gate(dev, rts.size);
+      continue;
+    }
+    start_am(dev, hdr, rts, rts.size);
+  }
+}
+
 }  // namespace
 
 void rdv_ctx_t::release()
 {
   mr.release();
+  if (gated) {
+    leave_gate(dev, gated);
+    gated = 0;
+  }
   dev->nops_pending.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -323,7 +436,7 @@ status_t start_rdv_recv(const recv_t* recv, packet_t* pkt)
                       "-byte receive buffer");
   }
   start_recv(dev, hdr, rts, static_cast<char*>(recv->buffer), recv->comp,
-             recv->user_context, recv->mr, nullptr);
+             recv->user_context, recv->mr, nullptr, 0);
   return status_t(errorcode_t::posted);
 }
 
@@ -331,28 +444,26 @@ void handle_rts_am(device_impl_t* dev, const msg_header_t& hdr,
                    const char* payload, size_t size)
 {
   rts_t rts = parse_rts(hdr, payload, size);
-  comp_impl_t* comp = dev->runtime->rcomps.get(hdr.aux(), nullptr);
-  if (!comp) {
-    // the sender waits for an answer: tell it the message was refused
-    fin_t fin{rts.send_ctx, fin_t::kRejectNoRcomp};
-    send_control(dev, hdr.rank,
-                 control_header(dev->runtime, msg_type_t::fin, hdr.tag), &fin,
-                 sizeof(fin));
-    util::throw_fatal("progress: an active message from rank ", hdr.rank,
-                      " targets remote completion ", hdr.aux(),
-                      ", which is not registered here");
+  am_rdv_gate_t& g = dev->am_gate;
+  if (g.limit == 0) return start_am(dev, hdr, rts, 0);
+  bool wait;
+  {
+    util::spin_guard_t lock(g.lock);
+    // behind requests already waiting, in arrival order
+    wait = !g.waiting.empty() || !g.try_enter(rts.size);
+    if (wait) {
+      am_rdv_gate_t::msg_t m;
+      std::memcpy(m.bytes, &hdr, sizeof(hdr));
+      std::memcpy(m.bytes + sizeof(hdr), &rts, sizeof(rts));
+      g.waiting.push_back(m);
+      // the device is not drained while a request waits
+      dev->nops_pending.fetch_add(1, std::memory_order_relaxed);
+      g.nwaiting.fetch_add(1, std::memory_order_seq_cst);
+    }
   }
-  allocator_base_t* alloc = am_allocator(dev->runtime);
-  char* buf = static_cast<char*>(alloc->allocate(rts.size));
-  if (!buf)
-    util::throw_fatal("progress: cannot allocate ", rts.size,
-                      " bytes for an active message");
-  try {
-    start_recv(dev, hdr, rts, buf, comp, nullptr, mr_t(), alloc);
-  } catch (...) {
-    alloc->deallocate(buf);
-    throw;
-  }
+  if (!wait) return start_am(dev, hdr, rts, rts.size);
+  // nothing in flight: no leave will come to start it
+  if (g.idle()) kick_gate(dev);
 }
 
 void handle_rtr(device_impl_t* dev, const msg_header_t& hdr,
@@ -440,6 +551,10 @@ size_t fail_rdv_peer(runtime_impl_t* rt, int rank,
   for (rdv_ctx_t* c : mine) {
     // the registration stays: the network may still touch the buffer
     c->peer_failed = true;
+    if (c->gated) {
+      leave_gate(c->dev, c->gated);
+      c->gated = 0;
+    }
     c->dev->nops_pending.fetch_sub(1, std::memory_order_relaxed);
     dead->push_back(c);
     // an active message being received: nobody posted it, nothing to tell

@@ -14,7 +14,9 @@
 //
 // An RTS of a send goes through the matching engine like an eager message
 // (it may wait there, unexpected, until its receive is posted); the RTS of
-// an active message starts the transfer at once into a malloc'ed buffer.
+// an active message starts the transfer into a buffer from the runtime's
+// allocator, at once unless its device is at its bound on active messages
+// being received (max_am_rdv_bytes: it then waits in the device's gate).
 // Both sides keep a context (rdv_ctx_t) in the runtime's id table; peers
 // name it by id. The receiver answers through the device the RTS arrived on,
 // which is paired with the sender's device. Every step taken inside progress

@@ -17,6 +17,7 @@ device_impl_t::device_impl_t(runtime_impl_t* rt, packet_pool_impl_t* p,
   static std::atomic<int> next_uid{0};
   attr.uid = next_uid.fetch_add(1, std::memory_order_relaxed);
   attentive = rt->attr.attentive_progress;
+  am_gate.limit = rt->attr.max_am_rdv_bytes;
   if (rt->attr.idle_spins != 0)
     yield_after = static_cast<uint32_t>(
         std::min<size_t>(rt->attr.idle_spins, UINT32_MAX));

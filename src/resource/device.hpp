@@ -13,6 +13,7 @@
 
 #include "lci.hpp"
 #include "net/net.hpp"
+#include "resource/am_rdv_gate.hpp"
 #include "resource/backlog_queue.hpp"
 #include "resource/raw_net.hpp"
 #include "util/spinlock.hpp"
@@ -94,6 +95,9 @@ class device_impl_t
   // (it may never: the backend may hold them until the device's end, when
   // release_failed_sends frees them), under pending_lock
   pending_send_t failed_sends;
+  // rendezvous active messages being received, and the requests waiting
+  // behind max_am_rdv_bytes (core/rendezvous.cpp)
+  alignas(64) am_rdv_gate_t am_gate;
 
   // Nothing this device posted still waits for the network: an empty
   // backlog, no send and no put/get/rendezvous transfer in flight
