@@ -594,12 +594,13 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req, bool drive)
   o.cma_ = use_cma(req);
   if (o.cma_) {
     // the whole buffer in one round, then the round its owners wait in.
-    // Other ranks read this rank's input while it writes its output: only
-    // an in-place allgather keeps the two apart (alltoall in place writes
-    // the very block a peer reads)
+    // Other ranks read this rank's input while it writes its output: an
+    // in-place allgather keeps the two apart, a reduce's root reads its
+    // own input in order (reduce_cma), but an alltoall in place writes the
+    // very block a peer reads
     o.inline_ = false;
     o.nrounds_ = 2;
-    safe_alias = req.kind == shm_kind_t::allgather && safe_alias;
+    if (req.kind == shm_kind_t::alltoall) safe_alias = false;
   }
   // reduce's root: nobody reads its slot, so it reduces from its input
   // where its output cannot overwrite an input not yet read (in place: only
