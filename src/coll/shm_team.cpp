@@ -79,7 +79,7 @@ constexpr size_t kSplitBytes = size_t(16) << 10;
 constexpr size_t kCmaBytes = size_t(16) << 10;
 // A single-copy reduce's root reads and reduces the others' inputs in
 // pieces of this many bytes, which stay in its cache in between.
-constexpr size_t kCmaPiece = size_t(32) << 10;
+constexpr size_t kCmaPiece = size_t(256) << 10;
 // The most bytes a rank writes in a round that travel in its control line
 // instead of a slot: 8-byte reductions, broadcasts and allgathers, and
 // alltoalls of 8 bytes a block up to 4 ranks.
