@@ -368,9 +368,16 @@ std::unique_ptr<shm_team_t> shm_team_t::open(
   }
   // the team exists only if every rank of every node of two or more
   // mapped its segment
-  // bit 0: mapped (or alone on its node), bit 1: may read its peers
+  // bit 0: mapped (or alone on its node), bit 1: may read its peers, bit
+  // 2: broadcast and reduce keep the slots (its node has more ranks than
+  // cores online; the leader's answer counts for its node, as for the
+  // split)
   char ok = (base != MAP_FAILED && (same_slot || !creator)) || local_n == 1;
-  ok = static_cast<char>(ok | (cma_ok ? 2 : 0));
+  // (LCI_COLL_SHM_CMA_ROOTED=0 or 1 decides it whatever the cores: tests)
+  bool rooted = !(cores > 0 && local_n > cores);
+  if (const char* v = util::env_get("LCI_COLL_SHM_CMA_ROOTED"))
+    rooted = util::parse_uint("LCI_COLL_SHM_CMA_ROOTED", v) != 0;
+  ok = static_cast<char>(ok | (cma_ok ? 2 : 0) | (rooted ? 0 : 4));
   std::vector<char> oks(static_cast<size_t>(rank_n));
   try {
     boot.allgather(&ok, oks.data(), 1);
@@ -403,6 +410,7 @@ std::unique_ptr<shm_team_t> shm_team_t::open(
   team->oversubscribed_ = cores > 0 && local_n > cores;
   team->cma_ = cma_all && base;
   team->cma_bytes_ = cma_bytes;
+  team->cma_rooted_ = !(oks[static_cast<size_t>(team->members_[0])] & 4);
   for (int m : team->members_)
     team->pids_.push_back(recs[static_cast<size_t>(m)].pid);
   return team;
@@ -493,12 +501,14 @@ bool shm_team_t::use_cma(const shm_request_t& r) const
   if (!cma_) return false;
   switch (r.kind) {
     case shm_kind_t::broadcast:
+      return cma_rooted_ && r.size >= cma_bytes_ && r.size > 0;
     case shm_kind_t::allgather:
     case shm_kind_t::alltoall:
       return r.size >= cma_bytes_ && r.size > 0;
     case shm_kind_t::reduce:
       // (a split reduction keeps the slots: every rank reduces a share)
-      return r.count * r.item_size >= cma_bytes_ && r.count > 0 &&
+      return cma_rooted_ && r.count * r.item_size >= cma_bytes_ &&
+             r.count > 0 &&
              !(rank_n_ >= 3 && r.count * r.item_size >= split_bytes_);
     default:
       return false;
