@@ -507,8 +507,11 @@ bool shm_team_t::use_cma(const shm_request_t& r) const
       return r.size >= cma_bytes_ && r.size > 0;
     case shm_kind_t::reduce:
       // (a split reduction keeps the slots: every rank reduces a share)
+      // (up to one piece: above, the root's serial read and reduction
+      // lose to the slots, where the other ranks' copies into their
+      // slots run beside its reduction)
       return cma_rooted_ && r.count * r.item_size >= cma_bytes_ &&
-             r.count > 0 &&
+             r.count * r.item_size <= kCmaPiece && r.count > 0 &&
              !(rank_n_ >= 3 && r.count * r.item_size >= split_bytes_);
     default:
       return false;
