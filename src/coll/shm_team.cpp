@@ -57,7 +57,8 @@ constexpr int kMaxRanks = 64;
 // The most input bytes per rank an allgather or alltoall runs here (all
 // blocks together for alltoall): above, the point-to-point algorithms move
 // each block with one copy (cross-memory attach on the native backend),
-// where the segment takes two. Broadcast and the reductions run here at any
+// where the slots take two; with the single copy (kCmaBytes) the team
+// takes them at any size. Broadcast and the reductions run here at any
 // size (chunks through the slots): the copy into the segment is paid once
 // for every reader, and a reduction reads its operands there directly.
 constexpr size_t kMaxGatherBytes = size_t(256) << 10;
@@ -69,13 +70,13 @@ constexpr size_t kMaxGatherBytes = size_t(256) << 10;
 // which costs whole time slices when the node has more ranks than cores
 // (then the split is off: the work is not done in parallel anyway).
 constexpr size_t kSplitBytes = size_t(16) << 10;
-// From this many bytes per reader and peer (broadcast: the buffer;
-// allgather: each rank's part; alltoall: a block) broadcast, allgather and
-// alltoall copy once, reading the owner's buffer by cross-memory attach
-// (process_vm_readv), instead of twice through a slot: the system call and
-// the pinning of the pages cost about as much as a copy of a few
-// kilobytes, and a round more (the owner waits until its readers are done)
-// costs a cache-line round trip.
+// From this many bytes per reader and peer (broadcast, reduce: the
+// buffer; allgather: each rank's part; alltoall: a block) broadcast,
+// allgather, alltoall and reduce copy once (see use_cma), reading the owner's
+// buffer by cross-memory attach (process_vm_readv), instead of twice through a
+// slot: the system call and the pinning of the pages cost about as much as a
+// copy of a few kilobytes, and a round more (the owner waits until its readers
+// are done) costs a cache-line round trip.
 constexpr size_t kCmaBytes = size_t(16) << 10;
 // A single-copy reduce's root reads and reduces the others' inputs in
 // pieces of this many bytes, which stay in its cache in between.

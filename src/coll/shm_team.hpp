@@ -18,8 +18,9 @@
 // Data is copied once into and once out of the segment; a collective larger
 // than a slot runs in several rounds (a pipeline of chunks). Where the
 // kernel allows cross-memory attach, broadcast, allgather, alltoall and
-// reduce of 16 KiB and more copy once instead: in round 0 the owners
-// publish their buffers' addresses and the readers read them with
+// reduce of 16 KiB and more (reduce up to 256 KiB; broadcast and reduce
+// only with at most as many ranks as cores) copy once instead: in round 0 the
+// owners publish their buffers' addresses and the readers read them with
 // process_vm_readv (a reduce's root reduces what it read), in round 1 each
 // owner waits until its readers are done (shm_op_t::cma_).
 //
@@ -297,10 +298,11 @@ class shm_team_t final : public team_base_t
   size_t split_bytes_;
   // every rank may read every other's memory by cross-memory attach
   // (process_vm_readv; probed at open, the same answer on every rank):
-  // broadcast, allgather, alltoall and reduce (unless split) whose copy per
-  // reader and peer is at least cma_bytes_ read the owner's buffer directly
-  // (one copy instead of two through a slot; a reduce's root reduces from
-  // what it read), at any size
+  // broadcast, allgather and alltoall whose copy per reader and peer is at
+  // least cma_bytes_, at any size, and reduce from cma_bytes_ to one piece
+  // (kCmaPiece; unless split), read the owner's buffer directly (one copy
+  // instead of two through a slot; a reduce's root reduces from what it
+  // read)
   bool cma_ = false;
   size_t cma_bytes_ = SIZE_MAX;
   // broadcast and reduce copy once too (their node has at most as many
