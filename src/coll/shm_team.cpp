@@ -15,7 +15,10 @@
 //            one line that says whether its team stopped (read while
 //            waiting, written once at most, so it stays in every reader's
 //            cache)
-//   slots    per rank two data slots of slot_bytes (rounds alternate)
+//   slots    per rank two data slots of slot_bytes (rounds alternate;
+//            single-copy rounds use none: the control line carries the
+//            address of the owner's buffer, which readers read by
+//            cross-memory attach)
 //   rings    per rank kRingBuffers ring buffers of slot_bytes /
 //            kRingBuffers, round e in buffer e % kRingBuffers, for rounds
 //            whose parts fit
@@ -26,10 +29,13 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <exception>
 #include <sstream>
@@ -54,7 +60,8 @@ constexpr int kMaxRanks = 64;
 // The most input bytes per rank an allgather or alltoall runs here (all
 // blocks together for alltoall): above, the point-to-point algorithms move
 // each block with one copy (cross-memory attach on the native backend),
-// where the segment takes two. Broadcast and the reductions run here at any
+// where the slots take two; with the single copy (kCmaBytes) the team
+// takes them at any size. Broadcast and the reductions run here at any
 // size (chunks through the slots): the copy into the segment is paid once
 // for every reader, and a reduction reads its operands there directly.
 constexpr size_t kMaxGatherBytes = size_t(256) << 10;
@@ -66,6 +73,17 @@ constexpr size_t kMaxGatherBytes = size_t(256) << 10;
 // which costs whole time slices when the node has more ranks than cores
 // (then the split is off: the work is not done in parallel anyway).
 constexpr size_t kSplitBytes = size_t(16) << 10;
+// From this many bytes per reader and peer (broadcast, reduce: the
+// buffer; allgather: each rank's part; alltoall: a block) broadcast,
+// allgather, alltoall and reduce copy once (see use_cma), reading the owner's
+// buffer by cross-memory attach (process_vm_readv), instead of twice through a
+// slot: the system call and the pinning of the pages cost about as much as a
+// copy of a few kilobytes, and a round more (the owner waits until its readers
+// are done) costs a cache-line round trip.
+constexpr size_t kCmaBytes = size_t(16) << 10;
+// A single-copy reduce's root reads and reduces the others' inputs in
+// pieces of this many bytes, which stay in its cache in between.
+constexpr size_t kCmaPiece = size_t(256) << 10;
 // The most bytes a rank writes in a round that travel in its control line
 // instead of a slot: 8-byte reductions, broadcasts and allgathers, and
 // alltoalls of 8 bytes a block up to 4 ranks.
@@ -268,14 +286,37 @@ std::unique_ptr<shm_team_t> shm_team_t::open(
     split = static_cast<size_t>(util::parse_uint("LCI_COLL_SHM_SPLIT", v));
   // each node's leader creates its node's segment (nodes of one rank have
   // none) and tells the others its name ("" when it could not)
+  // LCI_COLL_SHM_CMA (bytes, rank 0's value for all): the copy per reader
+  // and peer from which broadcast, allgather and alltoall read the
+  // owner's buffer by cross-memory attach; a value above any buffer turns
+  // the single copy off
+  size_t cma_bytes = kCmaBytes;
+  if (const char* v = util::env_get("LCI_COLL_SHM_CMA"))
+    cma_bytes = static_cast<size_t>(util::parse_uint("LCI_COLL_SHM_CMA", v));
+  // 32-bit sizes saturate: UINT32_MAX reads back as SIZE_MAX (off)
+  auto narrow = [](size_t x) {
+    return static_cast<uint32_t>(std::min<size_t>(x, UINT32_MAX));
+  };
+  auto widen = [](uint32_t x) {
+    return x == UINT32_MAX ? SIZE_MAX : static_cast<size_t>(x);
+  };
+  // `probe`: the address of `pid` in this process, which the others read by
+  // cross-memory attach before the second allgather (this frame lives
+  // until then) to learn whether the kernel lets them
   struct record_t {
-    char name[48];
-    uint64_t slot;
-    uint64_t split;
+    char name[40];
+    uint32_t slot;
+    uint32_t split;
+    int32_t pid;
+    uint32_t cma;
+    uint64_t probe;
   } rec = {};
   static_assert(sizeof(record_t) == 64, "one bootstrap slot");
-  rec.slot = slot;
-  rec.split = split;
+  rec.slot = narrow(slot);
+  rec.split = narrow(split);
+  rec.pid = static_cast<int32_t>(getpid());
+  rec.cma = narrow(cma_bytes);
+  rec.probe = reinterpret_cast<uintptr_t>(&rec.pid);
   char* name = rec.name;
   int fd = -1;
   auto total_for = [local_n](size_t slot_bytes) {
@@ -315,8 +356,23 @@ std::unique_ptr<shm_team_t> shm_team_t::open(
   // for that one: no team
   const bool same_slot = recs[0].slot == slot;
   slot = static_cast<size_t>(recs[0].slot);
+  cma_bytes = widen(recs[0].cma);
   // the split concerns a node's ranks only: its leader's choice
-  split = static_cast<size_t>(recs[static_cast<size_t>(members[0])].split);
+  split = widen(recs[static_cast<size_t>(members[0])].split);
+  // whether the kernel lets this rank read each other rank of its node
+  // (ptrace access: same user, Yama's scope, containers)
+  bool cma_ok = cma_bytes != SIZE_MAX;
+  for (size_t m = 0; cma_ok && m < members.size(); ++m) {
+    const record_t& o = recs[static_cast<size_t>(members[m])];
+    if (members[m] == rank_me) continue;
+    int32_t v = 0;
+    iovec li{&v, sizeof(v)};
+    iovec ri{reinterpret_cast<void*>(static_cast<uintptr_t>(o.probe)),
+             sizeof(v)};
+    cma_ok = process_vm_readv(static_cast<pid_t>(o.pid), &li, 1, &ri, 1, 0) ==
+                 static_cast<ssize_t>(sizeof(v)) &&
+             v == o.pid;
+  }
   std::memcpy(rec.name, recs[static_cast<size_t>(members[0])].name,
               sizeof(rec.name));
   rec.name[sizeof(rec.name) - 1] = '\0';
@@ -331,7 +387,16 @@ std::unique_ptr<shm_team_t> shm_team_t::open(
   }
   // the team exists only if every rank of every node of two or more
   // mapped its segment
+  // bit 0: mapped (or alone on its node), bit 1: may read its peers, bit
+  // 2: broadcast and reduce keep the slots (its node has more ranks than
+  // cores online; the leader's answer counts for its node, as for the
+  // split)
   char ok = (base != MAP_FAILED && (same_slot || !creator)) || local_n == 1;
+  // (LCI_COLL_SHM_CMA_ROOTED=0 or 1 decides it whatever the cores: tests)
+  bool rooted = !(cores > 0 && local_n > cores);
+  if (const char* v = util::env_get("LCI_COLL_SHM_CMA_ROOTED"))
+    rooted = util::parse_uint("LCI_COLL_SHM_CMA_ROOTED", v) != 0;
+  ok = static_cast<char>(ok | (cma_ok ? 2 : 0) | (rooted ? 0 : 4));
   std::vector<char> oks(static_cast<size_t>(rank_n));
   try {
     boot.allgather(&ok, oks.data(), 1);
@@ -341,7 +406,9 @@ std::unique_ptr<shm_team_t> shm_team_t::open(
     throw;
   }
   if (creator && name[0] != '\0') shm_unlink(name);
-  bool all = std::all_of(oks.begin(), oks.end(), [](char c) { return c; });
+  bool all = std::all_of(oks.begin(), oks.end(), [](char c) { return c & 1; });
+  const bool cma_all =
+      std::all_of(oks.begin(), oks.end(), [](char c) { return c & 2; });
   if (!all) {
     if (base != MAP_FAILED) munmap(base, total);
     return nullptr;
@@ -360,6 +427,11 @@ std::unique_ptr<shm_team_t> shm_team_t::open(
   team->node_of_ = std::move(node_of);
   team->leaders_ = std::move(leaders);
   team->oversubscribed_ = cores > 0 && local_n > cores;
+  team->cma_ = cma_all && base;
+  team->cma_bytes_ = cma_bytes;
+  team->cma_rooted_ = !(oks[static_cast<size_t>(team->members_[0])] & 4);
+  for (int m : team->members_)
+    team->pids_.push_back(recs[static_cast<size_t>(m)].pid);
   return team;
 }
 
@@ -442,9 +514,10 @@ bool shm_team_t::accepts(const shm_request_t& r) const
     case shm_kind_t::broadcast:
       return true;
     case shm_kind_t::allgather:
-      return r.size <= kMaxGatherBytes;
+      return r.size <= kMaxGatherBytes || use_cma(r);
     case shm_kind_t::alltoall:
-      return r.size <= kMaxGatherBytes / n && slot_bytes_ / n > 0;
+      return (r.size <= kMaxGatherBytes / n && slot_bytes_ / n > 0) ||
+             use_cma(r);
     case shm_kind_t::reduce:
     case shm_kind_t::allreduce:
       return r.item_size <= slot_bytes_;
@@ -452,6 +525,28 @@ bool shm_team_t::accepts(const shm_request_t& r) const
       return r.item_size <= slot_bytes_ / n;
   }
   return false;
+}
+
+bool shm_team_t::use_cma(const shm_request_t& r) const
+{
+  if (!cma_) return false;
+  switch (r.kind) {
+    case shm_kind_t::broadcast:
+      return cma_rooted_ && r.size >= cma_bytes_ && r.size > 0;
+    case shm_kind_t::allgather:
+    case shm_kind_t::alltoall:
+      return r.size >= cma_bytes_ && r.size > 0;
+    case shm_kind_t::reduce:
+      // (a split reduction keeps the slots: every rank reduces a share)
+      // (up to one piece: above, the root's serial read and reduction
+      // lose to the slots, where the other ranks' copies into their
+      // slots run beside its reduction)
+      return cma_rooted_ && r.count * r.item_size >= cma_bytes_ &&
+             r.count * r.item_size <= kCmaPiece && r.count > 0 &&
+             !(rank_n_ >= 3 && r.count * r.item_size >= split_bytes_);
+    default:
+      return false;
+  }
 }
 
 void shm_team_t::run_alone(shm_op_t& op)
@@ -541,11 +636,31 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req, bool drive)
   const size_t nchunks =
       total <= o.chunk_ || !o.chunk_ ? 1 : (total + o.chunk_ - 1) / o.chunk_;
   o.nrounds_ = o.split_ ? 2 * nchunks : nchunks;
+  o.cma_ = use_cma(req);
+  if (o.cma_) {
+    // the whole buffer in one round, then the round its owners wait in.
+    // Other ranks read this rank's input while it writes its output: an
+    // in-place allgather keeps the two apart, a reduce's root reads its
+    // own input in order (reduce_cma), but an alltoall in place writes the
+    // very block a peer reads
+    o.inline_ = false;
+    o.ring_ = false;
+    o.nrounds_ = 2;
+    if (req.kind == shm_kind_t::alltoall) safe_alias = false;
+  }
+  // reduce's root: nobody reads its slot, so it reduces from its input
+  // where its output cannot overwrite an input not yet read (in place: only
+  // as rank 0, whose input is the first operand, as the output is in
+  // every later step)
+  o.own_direct_ =
+      req.kind == shm_kind_t::reduce && rank_me_ == req.root && !o.split_ &&
+      !o.inline_ && !o.cma_ &&
+      (in == out ? rank_me_ == 0 : !overlaps(in, in_bytes, out, out_bytes));
   // one chunk copies every input into the slots before it writes an
   // output; several would read inputs that earlier chunks' outputs
   // overwrote, unless the overlap is an in-place form the chunk order
-  // keeps apart
-  if (nchunks > 1 && !safe_alias && out &&
+  // keeps apart (the single copy reads inputs while outputs are written)
+  if ((nchunks > 1 || o.cma_) && !safe_alias && out &&
       overlaps(in, in_bytes, out, out_bytes)) {
     o.snapshot_.assign(in, in + in_bytes);
     o.req_.in = o.snapshot_.data();
@@ -595,8 +710,18 @@ void shm_team_t::write_phase(shm_op_t& op, char* mine)
   // a split reduction's second round writes nothing: its share is in the
   // slot already (read_phase of the first)
   if (op.split_ && (op.round_ & 1)) return;
-  const size_t off = chunk_offset(op);
+  if (op.own_direct_) return;
   const char* in = static_cast<const char*>(r.in);
+  if (op.cma_) {
+    // round 0: where the others read this rank's data (round 1: nothing)
+    if (op.round_ == 0) {
+      const void* at = r.kind == shm_kind_t::broadcast ? r.out : r.in;
+      const uint64_t a = reinterpret_cast<uintptr_t>(at);
+      std::memcpy(line(rank_me_, epoch_ + 1)->data, &a, sizeof(a));
+    }
+    return;
+  }
+  const size_t off = chunk_offset(op);
   switch (r.kind) {
     case shm_kind_t::barrier:
       return;
@@ -644,6 +769,10 @@ void shm_team_t::read_phase(shm_op_t& op, uint64_t epoch)
     read_share(op, epoch, off);
     return;
   }
+  // this rank's own input, where it reads that from the caller's buffer
+  const char* own = op.own_direct_
+                        ? static_cast<const char*>(r.in) + off * r.item_size
+                        : nullptr;
   switch (r.kind) {
     case shm_kind_t::barrier:
       return;
@@ -677,12 +806,145 @@ void shm_team_t::read_phase(shm_op_t& op, uint64_t epoch)
                       ? rank_me_ * op.chunk_ * r.item_size
                       : 0;
       char* dst = out + off * r.item_size;
+      auto src = [&](int j) -> const char* {
+        return own && j == rank_me_ ? own : data(op, j, epoch) + at;
+      };
       // in rank order, as every rank does: the same bytes everywhere
-      r.op(data(op, 0, epoch) + at, data(op, 1, epoch) + at, dst, len);
-      for (int j = 2; j < n; ++j) r.op(dst, data(op, j, epoch) + at, dst, len);
+      r.op(src(0), src(1), dst, len);
+      for (int j = 2; j < n; ++j) r.op(dst, src(j), dst, len);
       return;
     }
   }
+}
+
+bool shm_team_t::cma_read(shm_op_t& op, int j, void* dst, uint64_t remote,
+                          size_t len, shm_result_t* result)
+{
+  char* l = static_cast<char*>(dst);
+  const pid_t pid = static_cast<pid_t>(pids_[static_cast<size_t>(j)]);
+  while (len > 0) {
+    iovec li{l, len};
+    iovec ri{reinterpret_cast<void*>(static_cast<uintptr_t>(remote)), len};
+    const ssize_t got = process_vm_readv(pid, &li, 1, &ri, 1, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      const int err = got < 0 ? errno : EFAULT;
+      const int g = members_[static_cast<size_t>(j)];
+      std::ostringstream os;
+      os << "lci::" << op.req_.call << ": rank " << g;
+      // the owner waits until this rank read its buffer: a process that
+      // is gone failed
+      if (err == ESRCH || (failed_ && failed_(failed_ctx_, g))) {
+        result->errorcode = errorcode_t::fatal_peer_failure;
+        os << " failed during round " << op.round_
+           << " of the collective: fatal_peer_failure";
+      } else {
+        result->errorcode = errorcode_t::fatal;
+        os << "'s buffer cannot be read by cross-memory attach ("
+           << std::strerror(err)
+           << "; LCI_COLL_SHM_CMA above the buffer size turns it off)";
+      }
+      result->rank = g;
+      result->error = os.str();
+      return false;
+    }
+    l += got;
+    remote += static_cast<uint64_t>(got);
+    len -= static_cast<size_t>(got);
+  }
+  return true;
+}
+
+// Round 0 of the single copy: each rank reads what it needs straight from
+// the owners' buffers (their addresses are in their lines of the round),
+// its own part locally. Round 1 reads nothing.
+bool shm_team_t::read_cma(shm_op_t& op, uint64_t epoch, shm_result_t* result)
+{
+  if (op.round_ != 0) return true;
+  const shm_request_t& r = op.req_;
+  char* out = static_cast<char*>(r.out);
+  const char* in = static_cast<const char*>(r.in);
+  auto where = [&](int j) {
+    uint64_t a;
+    std::memcpy(&a, line(j, epoch)->data, sizeof(a));
+    return a;
+  };
+  const size_t me = static_cast<size_t>(rank_me_);
+  switch (r.kind) {
+    case shm_kind_t::broadcast:
+      if (rank_me_ == r.root) return true;
+      return cma_read(op, r.root, out, where(r.root), r.size, result);
+    case shm_kind_t::allgather:
+    case shm_kind_t::alltoall: {
+      const bool all = r.kind == shm_kind_t::allgather;
+      // the others' blocks first: the owners wait for them
+      for (int j = 0; j < rank_n_; ++j) {
+        if (j == rank_me_) continue;
+        const uint64_t at = where(j) + (all ? 0 : me * r.size);
+        if (!cma_read(op, j, out + static_cast<size_t>(j) * r.size, at, r.size,
+                      result))
+          return false;
+      }
+      const char* mine = all ? in : in + me * r.size;
+      if (mine != out + me * r.size)
+        util::copy_large(out + me * r.size, mine, r.size);
+      return true;
+    }
+    case shm_kind_t::reduce:
+      if (rank_me_ != r.root) return true;
+      return reduce_cma(op, epoch, result);
+    default:
+      return true;
+  }
+}
+
+// A single-copy reduce at its root: piece by piece (a few tens of KiB,
+// which stay in this core's cache between the read and the reduction),
+// every other rank's input read into scratch by cross-memory attach and
+// reduced in rank order into the output, as the slot form does.
+bool shm_team_t::reduce_cma(shm_op_t& op, uint64_t epoch, shm_result_t* result)
+{
+  const shm_request_t& r = op.req_;
+  const size_t item = r.item_size;
+  const size_t step = std::max<size_t>(1, kCmaPiece / item);
+  const size_t piece = step * item;
+  if (scratch_.size() < 3 * piece) scratch_.resize(3 * piece);
+  char* a_buf = scratch_.data();
+  char* b_buf = a_buf + piece;
+  char* own_buf = b_buf + piece;
+  const char* in = static_cast<const char*>(r.in);
+  char* out = static_cast<char*>(r.out);
+  // in place at a root other than rank 0: the output, written from the
+  // first step, would overwrite the root's input before its turn
+  const bool keep_own = in == out && rank_me_ != 0;
+  for (size_t off = 0; off < r.count; off += step) {
+    const size_t len = std::min(step, r.count - off);
+    const size_t bytes = len * item;
+    char* dst = out + off * item;
+    const char* own = in + off * item;
+    if (keep_own) {
+      std::memcpy(own_buf, own, bytes);
+      own = own_buf;
+    }
+    // rank j's piece: this rank's own, or read into buf
+    auto get = [&](int j, char* buf) -> const char* {
+      if (j == rank_me_) return own;
+      uint64_t at;
+      std::memcpy(&at, line(j, epoch)->data, sizeof(at));
+      return cma_read(op, j, buf, at + off * item, bytes, result) ? buf
+                                                                  : nullptr;
+    };
+    const char* x = get(0, a_buf);
+    const char* y = x ? get(1, b_buf) : nullptr;
+    if (!y) return false;
+    r.op(x, y, dst, len);
+    for (int j = 2; j < rank_n_; ++j) {
+      const char* z = get(j, a_buf);
+      if (!z) return false;
+      r.op(dst, z, dst, len);
+    }
+  }
+  return true;
 }
 
 // Round 2k of a split reduction: this rank's share (block_of the chunk) of
@@ -724,11 +986,22 @@ size_t shm_team_t::chunk_offset(const shm_op_t& op) const
 
 bool shm_team_t::needs_all(const shm_op_t& op) const
 {
-  return op.all_ || (op.split_ && (op.round_ & 1) == 0);
+  return op.all_ || (op.split_ && (op.round_ & 1) == 0) ||
+         (op.cma_ && op.round_ == 1 && rank_me_ == op.req_.root &&
+          op.req_.kind == shm_kind_t::broadcast);
 }
 
 bool shm_team_t::needs(const shm_op_t& op, int j) const
 {
+  // a single copy's second round: an owner waits until the ranks that read
+  // its buffer are done (broadcast: the root for every other rank; reduce:
+  // every other rank for the root; allgather, alltoall: every rank for
+  // every other)
+  if (op.cma_ && op.round_ == 1) {
+    if (op.req_.kind == shm_kind_t::broadcast) return rank_me_ == op.req_.root;
+    if (op.req_.kind == shm_kind_t::reduce)
+      return rank_me_ != op.req_.root && j == op.req_.root;
+  }
   // every rank reads a share of every slot in a split reduction's first
   // round; the second is a reduce's or allreduce's plain read
   if (op.split_ && (op.round_ & 1) == 0) return true;
@@ -933,7 +1206,10 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
                   result);
       return true;
     }
-    read_phase(op, e);
+    if (!op.cma_)
+      read_phase(op, e);
+    else if (!read_cma(op, e, result))
+      return true;
     // A rank that waits while the others need nobody (a broadcast's
     // readers, a reduce's root) usually finds them rounds ahead: their
     // next round's line is fetched now, while this call returns and the

@@ -18,7 +18,13 @@
 // non-roots need nobody and a broadcast's other ranks only the root), and
 // copies (or reduces) what it needs out of the slots. No other handshake.
 // Data is copied once into and once out of the segment; a collective larger
-// than a slot runs in several rounds (a pipeline of chunks).
+// than a slot runs in several rounds (a pipeline of chunks). Where the
+// kernel allows cross-memory attach, broadcast, allgather, alltoall and
+// reduce of 16 KiB and more (reduce up to 256 KiB; broadcast and reduce
+// only with at most as many ranks as cores) copy once instead: in round 0 the
+// owners publish their buffers' addresses and the readers read them with
+// process_vm_readv (a reduce's root reduces what it read), in round 1 each
+// owner waits until its readers are done (shm_op_t::cma_).
 //
 // When the ranks span several nodes, each node's ranks share a segment of
 // their own and the team is hierarchical: barrier, broadcast, reduce and
@@ -149,6 +155,13 @@ class shm_op_t
   bool inline_ = false;
   // it fits a ring buffer (one round): see kRoundLines in shm_team.cpp
   bool ring_ = false;
+  // single copy: in round 0 each rank whose data others need publishes
+  // its buffer's address and the readers copy from it by cross-memory
+  // attach; in round 1 an owner waits until its readers are done with it
+  bool cma_ = false;
+  // a reduce's root reads its own input from the caller's buffer and
+  // writes no slot (nobody else reads it)
+  bool own_direct_ = false;
   uint64_t round_ = 0;    // rounds done
   bool written_ = false;  // this round's input is in the slot
   int waiting_ = 0;       // the first rank not seen in this round yet
@@ -236,6 +249,9 @@ class shm_team_t final : public team_base_t
   // run until the waiter's time slice ends
   bool oversubscribed() const { return oversubscribed_; }
   // hierarchical collectives this rank ran (introspection for tests)
+  // collectives of at least this many bytes per reader and peer copy
+  // once, by cross-memory attach (SIZE_MAX: never)
+  size_t single_copy_bytes() const { return cma_ ? cma_bytes_ : SIZE_MAX; }
   uint64_t hierarchical_runs() const
   {
     return hier_runs_.load(std::memory_order_relaxed);
@@ -300,6 +316,14 @@ class shm_team_t final : public team_base_t
   void small_read(const shm_request_t& req, uint64_t e) const;
   void small_hand_over(shm_op_t& op, const shm_request_t& req);
   void read_phase(shm_op_t& op, uint64_t epoch);
+  // the single-copy form (shm_op_t::cma_): whether the team runs op so,
+  // its read phase, and one read of rank j's memory (false: *result says
+  // why it failed)
+  bool use_cma(const shm_request_t& req) const;
+  bool read_cma(shm_op_t& op, uint64_t epoch, shm_result_t* result);
+  bool reduce_cma(shm_op_t& op, uint64_t epoch, shm_result_t* result);
+  bool cma_read(shm_op_t& op, int j, void* dst, uint64_t remote, size_t len,
+                shm_result_t* result);
 
   int rank_me_, rank_n_;  // within this node
   std::vector<int> members_;
@@ -314,6 +338,24 @@ class shm_team_t final : public team_base_t
   // reduce and allreduce of at least this many bytes split the reduction
   // into per-rank shares (at 3 ranks and more)
   size_t split_bytes_;
+  // every rank may read every other's memory by cross-memory attach
+  // (process_vm_readv; probed at open, the same answer on every rank):
+  // broadcast, allgather and alltoall whose copy per reader and peer is at
+  // least cma_bytes_, at any size, and reduce from cma_bytes_ to one piece
+  // (kCmaPiece; unless split), read the owner's buffer directly (one copy
+  // instead of two through a slot; a reduce's root reduces from what it
+  // read)
+  bool cma_ = false;
+  size_t cma_bytes_ = SIZE_MAX;
+  // broadcast and reduce copy once too (their node has at most as many
+  // ranks as cores). With more ranks than cores they keep the slots: the
+  // single copy makes the ranks that used to return at once (the root of a
+  // broadcast, the other ranks of a reduce) wait until the readers read,
+  // each reader needing a time slice, where the slots let them run ahead
+  bool cma_rooted_ = true;
+  std::vector<int> pids_;  // this node's ranks' process ids
+  // a single-copy reduce's pieces (only the thread that holds polling_)
+  std::vector<char> scratch_;
   uint64_t epoch_ = 0;       // rounds this rank completed
   uint64_t small_runs_ = 0;  // (under polling_)
   // every rank is known to have published this round (a round that

@@ -13,7 +13,11 @@
 // and a size mismatch across ranks (an error, not a write past a buffer).
 // Exit status 0 on success. Run with lcrun -n N (any N >= 1).
 //
-//   mp_coll [--big BYTES] [--threads N] [--iters N]
+//   mp_coll [--big BYTES] [--threads N] [--iters N] [--expect-cma yes|no]
+//
+// --expect-cma: whether the node-local team must (yes) or must not (no) copy
+// broadcasts, allgathers and alltoalls once, by cross-memory attach (no
+// check without a flat team).
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -621,6 +625,7 @@ int main(int argc, char** argv)
 {
   size_t big = 1 << 20;
   int nthreads = 4, iters = 30;
+  std::string expect_cma;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--big")
@@ -629,11 +634,21 @@ int main(int argc, char** argv)
       nthreads = std::atoi(argv[i + 1]);
     else if (a == "--iters")
       iters = std::atoi(argv[i + 1]);
+    else if (a == "--expect-cma")
+      expect_cma = argv[i + 1];
   }
   try {
     lci::g_runtime_init();
     g_rank = lci::get_rank_me();
     g_n = lci::get_rank_n();
+    auto* team = static_cast<lci::coll::shm_team_t*>(
+        lci::get_g_runtime().p_impl->coll_team.get());
+    if (!expect_cma.empty() && team && !team->hierarchical()) {
+      const bool cma = team->single_copy_bytes() != SIZE_MAX;
+      CHECK(cma == (expect_cma == "yes"),
+            "the team %s by cross-memory attach where --expect-cma %s",
+            cma ? "copies" : "does not copy", expect_cma.c_str());
+    }
     std::vector<size_t> sizes = {0, 1, 8, 32, 40, 4096, big};
     for (bool nb : {false, true}) {
       test_barrier(nb);

@@ -1,13 +1,19 @@
 // A rank dies during a collective (run with lcrun --keep-going; see
 // coll_failure.sh): every rank runs blocking collectives (--op allreduce:
 // allreduces of --count bytes (default 1) added modulo 256, each result
-// checked; --op barrier: barriers), with --algorithm (allreduce: none,
+// checked; --op barrier: barriers; --op allgather: allgathers of --count
+// bytes per rank; --op broadcast: broadcasts of --count bytes from rank
+// i % n in collective i), with --algorithm (allreduce: none,
 // direct, recursive_doubling, ring); the victim (the last rank) kills itself
 // with SIGKILL before collective number --kill-at, so the survivors are inside
-// it. With the point-to-point algorithms at 3 ranks and more, some
-// survivors never exchange a message with the victim in that collective:
-// they must still get the error, never a result that lacks the victim's
-// part (or a barrier the victim never entered). Each survivor checks:
+// it; or, with --kill-after-ms M, from a thread M ms after its first
+// collective, wherever it is then (a broadcast or allgather of 16 KiB and
+// more on one node then usually dies inside a round in which its peers read
+// its buffer by cross-memory attach, or it theirs). With the point-to-point
+// algorithms at 3 ranks and more, some survivors never exchange a message with
+// the victim in that collective: they must still get the error, never a result
+// that lacks the victim's part (or a barrier the victim never entered). Each
+// survivor checks:
 //   - the blocking collective raises peer_failure_error naming the victim
 //     (failed_rank() and the message) within --bound seconds of its start;
 //   - a nonblocking barrier started afterwards completes with
@@ -27,6 +33,7 @@
 #include <cstring>
 #include <lci.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mp_check.hpp"
@@ -46,6 +53,7 @@ int main(int argc, char** argv)
 {
   double bound = 10;
   long kill_at = 2000;
+  long kill_after_ms = -1;
   std::string op = "allreduce";
   auto algorithm = lci::allreduce_algorithm_t::none;
   size_t count = 1;
@@ -57,7 +65,10 @@ int main(int argc, char** argv)
       kill_at = std::atol(v.c_str());
     } else if (a == "--count" && std::atol(v.c_str()) > 0) {
       count = static_cast<size_t>(std::atol(v.c_str()));
-    } else if (a == "--op" && (v == "allreduce" || v == "barrier")) {
+    } else if (a == "--kill-after-ms") {
+      kill_after_ms = std::atol(v.c_str());
+    } else if (a == "--op" && (v == "allreduce" || v == "barrier" ||
+                               v == "allgather" || v == "broadcast")) {
       op = v;
     } else if (a == "--algorithm") {
       const char* names[] = {"none", "direct", "recursive_doubling", "ring"};
@@ -85,7 +96,17 @@ int main(int argc, char** argv)
   const int victim = n - 1;
   const unsigned want = static_cast<unsigned>(n * (n - 1) / 2);
   bool raised = false;
-  std::vector<unsigned char> x(count), y(count);
+  std::vector<unsigned char> x(count), y(count * static_cast<size_t>(n));
+  if (kill_after_ms >= 0) {
+    // the survivors go on until the collective the kill lands in
+    kill_at = 1L << 40;
+    if (me == victim)
+      std::thread([kill_after_ms] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(kill_after_ms));
+        raise(SIGKILL);
+      }).detach();
+  }
+  long raised_at = -1;
   for (long i = 0; i <= kill_at && !raised; ++i) {
     if (me == victim && i == kill_at) raise(SIGKILL);
     for (size_t k = 0; k < count; ++k)
@@ -96,6 +117,27 @@ int main(int argc, char** argv)
         lci::barrier();
         // a barrier that the victim never entered must not complete
         CHECK(i < kill_at, "barrier %ld completed without the victim", i);
+      } else if (op == "allgather") {
+        lci::allgather(x.data(), y.data(), count);
+        for (size_t k = 0; k < count * static_cast<size_t>(n); ++k) {
+          auto due =
+              static_cast<unsigned char>(long(k / count) + i + long(k % count));
+          if (y[k] == due) continue;
+          CHECK(false, "allgather %ld: byte %zu is %u where %u was due", i, k,
+                y[k], due);
+          break;
+        }
+      } else if (op == "broadcast") {
+        const int root = static_cast<int>(i % n);
+        if (me != root) std::memset(x.data(), 0xee, count);
+        lci::broadcast(x.data(), count, root);
+        for (size_t k = 0; k < count; ++k) {
+          auto due = static_cast<unsigned char>(root + i + long(k));
+          if (x[k] == due) continue;
+          CHECK(false, "broadcast %ld: byte %zu is %u where %u was due", i, k,
+                x[k], due);
+          break;
+        }
       } else {
         lci::allreduce_x(x.data(), y.data(), count, 1, &mp::add_bytes)
             .algorithm(algorithm)();
@@ -118,15 +160,16 @@ int main(int argc, char** argv)
       raised = true;
       double t = since(t0);
       std::string needle = "rank " + std::to_string(victim);
-      CHECK(i == kill_at, "collective %ld raised before the kill: %s", i,
-            e.what());
+      raised_at = i;
+      CHECK(i == kill_at || kill_after_ms >= 0,
+            "collective %ld raised before the kill: %s", i, e.what());
       CHECK(e.failed_rank() == victim, "failed_rank %d: %s", e.failed_rank(),
             e.what());
       CHECK(std::strstr(e.what(), needle.c_str()) != nullptr,
             "the message does not name the victim: %s", e.what());
       CHECK(t <= bound, "the error took %.2f s", t);
-      std::printf("coll_failure: rank %d: %s (after %.3f s)\n", me, e.what(),
-                  t);
+      std::printf("coll_failure: rank %d: collective %ld: %s (after %.3f s)\n",
+                  me, raised_at, e.what(), t);
     }
   }
   CHECK(raised, "no peer_failure_error from the collective of the kill");
