@@ -271,6 +271,7 @@ class matching_engine_impl_t
   ext_t* ext_ = nullptr;
   void* table_mem_ = nullptr;  // what calloc returned (buckets_, ext_ inside)
   size_t mask_ = 0;
+  unsigned shift_ = 63;  // the hash's top bits index the table
 
   // Overflow node pool: a free list refilled by chunks; its own line.
   struct alignas(64) pool_t {
