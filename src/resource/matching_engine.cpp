@@ -61,9 +61,9 @@ inline uint32_t with_slot(uint32_t w, int s, unsigned c, uint32_t type_bit)
 
 // Multiplicative (Fibonacci) hashing: the key's halves combined by one
 // multiply, the sum scrambled by another; the bucket is the product's top
-// bits, which every bit of the sum reaches (a few instructions on every
-// insert, where a full finalizer took twenty). Keys that differ in the
-// tag, the rank or both (arithmetic progressions, mostly) spread evenly.
+// bits, which every bit of the sum reaches. A few instructions on every
+// insert, and keys that differ in the tag, the rank or both (arithmetic
+// progressions, mostly) spread evenly.
 inline size_t bucket_of(const match_key_t& k, unsigned shift, size_t mask)
 {
   const uint64_t sum =
