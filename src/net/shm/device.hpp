@@ -313,8 +313,7 @@ class shm_device_t final : public net_device_t
 
   // Handles the messages of ring r while there is room for completions:
   // a message (kMsg) up to kCopyMax is copied into the scratch buffer and
-  // consumed (here, in the loop: one of one slot as a fixed 24 bytes, a
-  // longer one by its length), a larger one lent in place,
+  // consumed (one of one slot here, inline), a larger one lent in place,
   // both as message cqes; every other type is handled by
   // handle_other and consumed; then publishes the ring's head, unless it lent
   // messages (the ring goes in lent_, release publishes). The common case works
@@ -335,9 +334,8 @@ class shm_device_t final : public net_device_t
   [[gnu::noinline]] uint64_t cool_down(size_t w, uint64_t hot, uint64_t cool,
                                        uint64_t* pending);
 
-  // A ring message that drain_ring does not copy: a kMsg lent (larger than
-  // kCopyMax, or no room left in the scratch) or, in a raw poll, delivered
-  // into a posted receive; or RMA
+  // A ring message that is not a one-slot kMsg: a larger kMsg copied or
+  // lent (or, in a raw poll, delivered into a posted receive), or RMA
   // data, immediate
   // data, acks; `m` by value, so that the common path keeps its message in
   // registers. False when the message must stay in the ring (a raw poll

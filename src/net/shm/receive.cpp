@@ -134,20 +134,6 @@ shm_device_t::drained_t shm_device_t::drain_ring(int r, cqe_t* out, size_t max,
       c.pop(m);
       continue;
     }
-    if (m.type == kMsg && m.length <= kCopyMax && scratch &&
-        ((m.length + 15) & ~size_t(15)) <= left) {
-      // several slots, up to kCopyMax: small enough that the copy costs
-      // less than the loan and its release; copied whole into the scratch
-      // and consumed at once, here in the loop, where the consumer state
-      // stays in registers
-      const size_t room = (m.length + 15) & ~size_t(15);
-      std::memcpy(scratch, m.payload, m.length);
-      out[n++] = cqe_t{cqe_t::kind_t::message, scratch, m.length, 0, nullptr};
-      scratch += room;
-      left -= room;
-      c.pop(m);
-      continue;
-    }
     rx_[r] = c;
     scratch_ = scratch;
     scratch_left_ = left;
@@ -173,8 +159,17 @@ bool shm_device_t::handle_other(int r, ring_consumer_t::msg_t m, cqe_t* out,
   ring_consumer_t& c = rx_[r];
   switch (m.type) {
     case kMsg: {
-      // (drain_ring copied it if it was small enough, up to kCopyMax, and
-      // the scratch had room)
+      const size_t room = (m.length + 15) & ~size_t(15);
+      if (scratch_ && m.length <= kCopyMax && room <= scratch_left_) {
+        // small enough that the copy costs less than the loan and its
+        // release: into the scratch, consumed at once
+        std::memcpy(scratch_, m.payload, m.length);
+        out[(*n)++] =
+            cqe_t{cqe_t::kind_t::message, scratch_, m.length, 0, nullptr};
+        scratch_ += room;
+        scratch_left_ -= room;
+        break;
+      }
       if (scratch_) {
         // lent in place: the core reads it in the ring until release()
         out[(*n)++] =
