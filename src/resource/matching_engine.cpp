@@ -2,17 +2,19 @@
 //
 // insert(key, value, type), under the bucket's lock:
 //  1. a slot holds the key: same type -> append (first, second, then the
-//     overflow list: count 1 -> 2 -> 3); complementary type -> take first,
-//     shift second into first, and pull the key's oldest overflow node (if
-//     count was 3) into second;
-//  2. else, if the overflow list is non-empty, look there for the key (a key
-//     that arrived while the three slots were taken): same type -> append a
-//     node, complementary type -> take the oldest node;
-//  3. else store the value in a free slot, or, with none free, append a node.
-// Invariants: a slot's entries are older than the overflow nodes of its key;
-// a key without a slot is only in the overflow list; entries under one key
-// all have one type. The overflow list keeps insertion order, so each key's
-// nodes are FIFO.
+//     slot's own list: count 1 -> 2 -> 3); complementary type -> take
+//     first, shift second into first, and pull the oldest node of the
+//     slot's list (if count was 3) into second: no search, no key compared;
+//  2. else, if the shared overflow list is non-empty, look there for the key
+//     (a key that arrived while the three slots were taken): same type ->
+//     append a node, complementary type -> take the key's oldest node;
+//  3. else store the value in a free slot, or, with none free, append a node
+//     to the shared list.
+// Invariants: a key's entries are either all in its slot (first, second,
+// then its own list, oldest first) or all in the shared list, never split;
+// entries under one key all have one type. The shared list keeps insertion
+// order, so each key's nodes there are FIFO. Nodes of a slot's list carry
+// only their value (the key and type are the slot's).
 #include "resource/matching_engine.hpp"
 
 #include <algorithm>
@@ -38,7 +40,7 @@ constexpr uint32_t kSpareMask = 0xFFu << kSpareShift;
 // that in steady state neither touches the pool's lock.
 constexpr uint32_t kMaxSpare = 128;
 
-inline unsigned shift_of(int s) { return kSlotShift + kSlotBits * s; }
+constexpr unsigned shift_of(int s) { return kSlotShift + kSlotBits * s; }
 
 inline unsigned count_of(uint32_t w, int s) { return (w >> shift_of(s)) & 3u; }
 
@@ -57,17 +59,17 @@ inline uint32_t with_slot(uint32_t w, int s, unsigned c, uint32_t type_bit)
   return (w & ~(7u << shift_of(s))) | ((c | (type_bit << 2)) << shift_of(s));
 }
 
-// murmur3's 64-bit finalizer over both halves of the key.
-inline uint64_t hash_key(const match_key_t& k)
+// Multiplicative (Fibonacci) hashing: the key's halves combined by one
+// multiply, the sum scrambled by another; the bucket is the product's top
+// bits, which every bit of the sum reaches. A few instructions on every
+// insert, and keys that differ in the tag, the rank or both (arithmetic
+// progressions, mostly) spread evenly.
+inline size_t bucket_of(const match_key_t& k, unsigned shift, size_t mask)
 {
-  uint64_t h = k.hi ^ (static_cast<uint64_t>(static_cast<uint32_t>(k.lo)) *
-                       0x9E3779B97F4A7C15ull);
-  h ^= h >> 33;
-  h *= 0xFF51AFD7ED558CCDull;
-  h ^= h >> 33;
-  h *= 0xC4CEB9FE1A85EC53ull;
-  h ^= h >> 33;
-  return h;
+  const uint64_t sum =
+      k.hi + static_cast<uint64_t>(static_cast<uint32_t>(k.lo)) *
+                 0xC2B2AE3D27D4EB4Full;
+  return static_cast<size_t>((sum * 0x9E3779B97F4A7C15ull) >> shift) & mask;
 }
 
 }  // namespace
@@ -94,6 +96,8 @@ matching_engine_impl_t::matching_engine_impl_t(const matching_engine_attr_t& a)
   buckets_ = reinterpret_cast<bucket_t*>(p);
   ext_ = reinterpret_cast<ext_t*>(p + n * sizeof(bucket_t));
   mask_ = n - 1;
+  // the top log2(n) bits of the hash; with one bucket, any bit (masked)
+  shift_ = n == 1 ? 63 : static_cast<unsigned>(64 - __builtin_ctzll(n));
 }
 
 matching_engine_impl_t::~matching_engine_impl_t()
@@ -178,8 +182,8 @@ size_t matching_engine_impl_t::overflow_nodes_allocated() const
 
 namespace
 {
-// The overflow list: circular, singly linked, `last` points at the newest
-// node and last->next at the oldest.
+// An overflow list (a slot's own, or the shared one): circular, singly
+// linked, `last` points at the newest node and last->next at the oldest.
 template <typename node_t>
 inline void list_append(node_t*& last, node_t* n)
 {
@@ -227,37 +231,80 @@ inline node_t* list_find_value(node_t* last, const match_key_t& k, void* v,
   return nullptr;
 }
 
-// Unlinks n (whose predecessor is prev); returns whether a node with key k
-// remains after it, given that n was the oldest node with key k.
+// The node with value v, and its predecessor; nullptr if none.
 template <typename node_t>
-inline bool list_unlink(node_t*& last, node_t* prev, node_t* n,
-                        const match_key_t& k)
+inline node_t* list_find_only_value(node_t* last, void* v, node_t** prev_out)
+{
+  node_t* prev = last;
+  do {
+    node_t* cur = prev->next;
+    if (cur->value == v) {
+      *prev_out = prev;
+      return cur;
+    }
+    prev = cur;
+  } while (prev != last);
+  return nullptr;
+}
+
+// Unlinks n, whose predecessor is prev.
+template <typename node_t>
+inline void list_unlink(node_t*& last, node_t* prev, node_t* n)
 {
   if (n == prev) {  // the only node
     last = nullptr;
-    return false;
+    return;
   }
   prev->next = n->next;
-  if (n == last) {  // the newest: nothing after it
-    last = prev;
-    return false;
-  }
-  for (node_t* cur = n->next;; cur = cur->next) {
-    if (cur->hi == k.hi && cur->lo == k.lo) return true;
-    if (cur == last) return false;
-  }
+  if (n == last) last = prev;
 }
 }  // namespace
 
+// The two cases of one entry per key at a time (a receive posted before its
+// message, or a message before its receive, in a bucket of one key) are
+// decided first, without the general path's scan of the three slots: the
+// bucket holds no entry (the new one goes to slot 0, where the scan would
+// put it), or slot 0 holds this key's only entry and it is of the other
+// type (matched, as the scan would find it first). Everything else goes to
+// insert_locked, with the lock held.
 template <typename Make>
-void* matching_engine_impl_t::insert_impl(const match_key_t& key, type_t type,
-                                          Make make)
+[[gnu::always_inline]] inline void* matching_engine_impl_t::insert_impl(
+    const match_key_t& key, type_t type, Make make)
 {
-  const size_t i = hash_key(key) & mask_;
+  const size_t i = bucket_of(key, shift_, mask_);
   bucket_t& b = buckets_[i];
   const uint32_t tbit = static_cast<uint32_t>(type);
+  static_assert(kEntryBits == (kOverflow | (3u << shift_of(0)) |
+                               (3u << shift_of(1)) | (3u << shift_of(2))),
+                "kEntryBits: the overflow bit and the slots' counts");
   uint32_t w = lock_bucket(b);
+  if ((w & kEntryBits) == 0) {
+    void* value = make();
+    if (__builtin_expect(!value, 0)) {
+      unlock_bucket(b, w);
+      return kNotInserted;
+    }
+    b.hi[0] = key.hi;
+    b.lo[0] = key.lo;
+    b.first[0] = value;
+    unlock_bucket(b, with_slot(w, 0, 1, tbit));
+    return nullptr;
+  }
+  if (count_of(w, 0) == 1 && type_bit_of(w, 0) != tbit && b.hi[0] == key.hi &&
+      b.lo[0] == key.lo) {
+    void* matched = b.first[0];
+    unlock_bucket(b, with_count(w, 0, 0));
+    return matched;
+  }
+  return insert_locked(i, w, key, type, make);
+}
 
+template <typename Make>
+[[gnu::always_inline]] inline void* matching_engine_impl_t::insert_locked(
+    size_t i, uint32_t w, const match_key_t& key, type_t type, Make make)
+{
+  bucket_t& b = buckets_[i];
+  const uint32_t tbit = static_cast<uint32_t>(type);
   int free_slot = -1;
   for (int s = 0; s < 3; ++s) {
     const unsigned c = count_of(w, s);
@@ -278,18 +325,15 @@ void* matching_engine_impl_t::insert_impl(const match_key_t& key, type_t type,
         w = with_count(w, s, 2);
       } else {
         node_t* n = take_node(e, w);
-        n->hi = key.hi;
-        n->lo = key.lo;
-        n->type = type;
         n->value = value;
-        list_append(e.last, n);
-        w = with_count(w, s, 3) | kOverflow;
+        list_append(e.tail[s], n);
+        w = with_count(w, s, 3);
       }
       unlock_bucket(b, w);
       return nullptr;
     }
     void* matched = b.first[s];  // complementary: the oldest
-    pop_front(b, e, w, s, key);
+    pop_front(b, e, w, s);
     unlock_bucket(b, w);
     return matched;
   }
@@ -301,7 +345,7 @@ void* matching_engine_impl_t::insert_impl(const match_key_t& key, type_t type,
     if (n) {
       if (n->type != type) {
         void* matched = n->value;
-        list_unlink(e.last, prev, n, key);
+        list_unlink(e.last, prev, n);
         drop_node(e, w, n);
         if (!e.last) w &= ~kOverflow;
         unlock_bucket(b, w);
@@ -346,10 +390,10 @@ void* matching_engine_impl_t::insert_lazy(const match_key_t& key, type_t type,
   return insert_impl(key, type, [make, ctx] { return make(ctx); });
 }
 
-// Drops the oldest entry of slot s (holding key): second moves up, and the
-// key's oldest overflow node (count 3) moves into second.
-void matching_engine_impl_t::pop_front(bucket_t& b, ext_t& e, uint32_t& w,
-                                       int s, const match_key_t& key)
+// Drops the oldest entry of slot s: second moves up, and the oldest node
+// of the slot's list (count 3) moves into second.
+[[gnu::always_inline]] inline void matching_engine_impl_t::pop_front(
+    bucket_t& b, ext_t& e, uint32_t& w, int s)
 {
   const unsigned c = count_of(w, s);
   if (c == 1) {
@@ -360,27 +404,29 @@ void matching_engine_impl_t::pop_front(bucket_t& b, ext_t& e, uint32_t& w,
   if (c == 2)
     w = with_count(w, s, 1);
   else
-    refill_second(e, w, s, key);
+    refill_second(e, w, s);
 }
 
-// Slot s (count 3) lost its second entry: the key's oldest overflow node
-// takes its place; count 2 when that was the key's last node.
-void matching_engine_impl_t::refill_second(ext_t& e, uint32_t& w, int s,
-                                           const match_key_t& key)
+// Slot s (count 3) lost its second entry: the oldest node of its list takes
+// its place; count 2 when that was the list's last node.
+void matching_engine_impl_t::refill_second(ext_t& e, uint32_t& w, int s)
 {
-  node_t* prev;
-  node_t* n = list_find(e.last, key, &prev);
-  bool more = list_unlink(e.last, prev, n, key);
+  node_t* tail = e.tail[s];
+  node_t* n = tail->next;
+  if (n == tail) {
+    e.tail[s] = nullptr;
+    w = with_count(w, s, 2);
+  } else {
+    tail->next = n->next;
+  }
   e.second[s] = n->value;
   drop_node(e, w, n);
-  if (!more) w = with_count(w, s, 2);
-  if (!e.last) w &= ~kOverflow;
 }
 
 bool matching_engine_impl_t::remove(const match_key_t& key, void* value,
                                     type_t type)
 {
-  const size_t i = hash_key(key) & mask_;
+  const size_t i = bucket_of(key, shift_, mask_);
   bucket_t& b = buckets_[i];
   const uint32_t tbit = static_cast<uint32_t>(type);
   uint32_t w = lock_bucket(b);
@@ -393,22 +439,21 @@ bool matching_engine_impl_t::remove(const match_key_t& key, void* value,
     if (type_bit_of(w, s) != tbit) break;
     ext_t& e = ext_[i];
     if (b.first[s] == value) {
-      pop_front(b, e, w, s, key);
+      pop_front(b, e, w, s);
       found = true;
     } else if (c >= 2 && e.second[s] == value) {
       if (c == 2)
         w = with_count(w, s, 1);
       else
-        refill_second(e, w, s, key);
+        refill_second(e, w, s);
       found = true;
     } else if (c == 3) {
       node_t* prev;
-      node_t* n = list_find_value(e.last, key, value, &prev);
+      node_t* n = list_find_only_value(e.tail[s], value, &prev);
       if (n) {
-        list_unlink(e.last, prev, n, key);
+        list_unlink(e.tail[s], prev, n);
         drop_node(e, w, n);
-        if (!e.last || !list_find(e.last, key, &prev)) w = with_count(w, s, 2);
-        if (!e.last) w &= ~kOverflow;
+        if (!e.tail[s]) w = with_count(w, s, 2);
         found = true;
       }
     }
@@ -418,7 +463,7 @@ bool matching_engine_impl_t::remove(const match_key_t& key, void* value,
     node_t* prev;
     node_t* n = list_find_value(e.last, key, value, &prev);
     if (n && n->type == type) {
-      list_unlink(e.last, prev, n, key);
+      list_unlink(e.last, prev, n);
       drop_node(e, w, n);
       if (!e.last) w &= ~kOverflow;
       found = true;
@@ -436,15 +481,20 @@ size_t matching_engine_impl_t::count_entries()
     if (b.word.load(std::memory_order_acquire) == 0) continue;
     uint32_t w = lock_bucket(b);
     // inline entries: at most two per slot; every overflow node is one more
-    for (int s = 0; s < 3; ++s) total += std::min(count_of(w, s), 2u);
-    if (w & kOverflow) {
-      node_t* last = ext_[i].last;
+    auto nodes = [](node_t* last) {
+      size_t k = 0;
       node_t* n = last;
       do {
-        ++total;
+        ++k;
         n = n->next;
       } while (n != last);
+      return k;
+    };
+    for (int s = 0; s < 3; ++s) {
+      total += std::min(count_of(w, s), 2u);
+      if (count_of(w, s) == 3) total += nodes(ext_[i].tail[s]);
     }
+    if (w & kOverflow) total += nodes(ext_[i].last);
     unlock_bucket(b, w);
   }
   return total;
@@ -466,9 +516,16 @@ void matching_engine_impl_t::for_each_impl(void (*f)(void*, const match_key_t&,
       type_t t = static_cast<type_t>(type_bit_of(w, s));
       f(ctx, key, b.first[s], t);
       if (c >= 2) f(ctx, key, e.second[s], t);
+      if (c == 3) {
+        node_t* n = e.tail[s];
+        do {
+          n = n->next;
+          f(ctx, key, n->value, t);
+        } while (n != e.tail[s]);
+      }
     }
-    // every overflow node (the third and later entries of slotted keys,
-    // and the entries of keys without a slot) carries its key and type
+    // every node of the shared list (the entries of keys without a slot)
+    // carries its key and type
     if (w & kOverflow) {
       node_t* last = e.last;
       node_t* n = last;
@@ -490,32 +547,35 @@ void matching_engine_impl_t::clear_impl(void (*f)(void*, void*, type_t),
     if (b.word.load(std::memory_order_acquire) == 0) continue;
     uint32_t w = lock_bucket(b);
     ext_t& e = ext_[i];
-    node_t* list = nullptr;  // the overflow list, oldest first
-    if (w & kOverflow) {
-      list = e.last->next;
-      e.last->next = nullptr;
-      e.last = nullptr;
-    }
     for (int s = 0; s < 3; ++s) {
       const unsigned c = count_of(w, s);
       if (c == 0) continue;
       type_t t = static_cast<type_t>(type_bit_of(w, s));
       f(ctx, b.first[s], t);
       if (c >= 2) f(ctx, e.second[s], t);
-      if (c == 3)  // the key's overflow nodes, in order
-        for (node_t* n = list; n; n = n->next)
-          if (n->hi == b.hi[s] && n->lo == b.lo[s]) f(ctx, n->value, t);
+      if (c == 3) {  // the slot's own list, oldest first
+        node_t* n = e.tail[s]->next;
+        e.tail[s]->next = nullptr;
+        e.tail[s] = nullptr;
+        while (n) {
+          node_t* next = n->next;
+          f(ctx, n->value, t);
+          put_node(n);
+          n = next;
+        }
+      }
     }
-    // Then the nodes of keys without a slot.
-    for (node_t* n = list; n;) {
-      node_t* next = n->next;
-      bool slotted = false;
-      for (int s = 0; s < 3; ++s)
-        if (count_of(w, s) == 3 && n->hi == b.hi[s] && n->lo == b.lo[s])
-          slotted = true;
-      if (!slotted) f(ctx, n->value, n->type);
-      put_node(n);
-      n = next;
+    // Then the shared list: the nodes of keys without a slot, oldest first.
+    if (w & kOverflow) {
+      node_t* n = e.last->next;
+      e.last->next = nullptr;
+      e.last = nullptr;
+      while (n) {
+        node_t* next = n->next;
+        f(ctx, n->value, n->type);
+        put_node(n);
+        n = next;
+      }
     }
     while (node_t* n = e.spare) {
       e.spare = n->next;
@@ -539,17 +599,19 @@ void matching_engine_impl_t::replace_impl(type_t type, void* (*f)(void*, void*),
       if (c == 0 || type_bit_of(w, s) != tbit) continue;
       b.first[s] = f(ctx, b.first[s]);
       if (c >= 2) e.second[s] = f(ctx, e.second[s]);
+      if (c == 3) {
+        node_t* n = e.tail[s];
+        do {
+          n = n->next;
+          n->value = f(ctx, n->value);
+        } while (n != e.tail[s]);
+      }
     }
     if (w & kOverflow) {
       node_t* n = e.last;
       do {
         n = n->next;
-        // a node of a slotted key has the slot's type
-        type_t t = n->type;
-        for (int s = 0; s < 3; ++s)
-          if (count_of(w, s) == 3 && n->hi == b.hi[s] && n->lo == b.lo[s])
-            t = static_cast<type_t>(type_bit_of(w, s));
-        if (t == type) n->value = f(ctx, n->value);
+        if (n->type == type) n->value = f(ctx, n->value);
       } while (n != e.last);
     }
     unlock_bucket(b, w);

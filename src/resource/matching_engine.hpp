@@ -8,10 +8,11 @@
 //
 //   buckets_[num_buckets]   bucket_t, exactly one 64-byte cache line:
 //     bytes 0-3    word      one atomic 32-bit word: bit 0 the spinlock,
-//                            bit 1 "the overflow list is non-empty", bits
-//                            2-10 three slots x (count: 2 bits, 0 empty,
-//                            1 or 2 entries inline, 3 two inline and more
-//                            in the overflow list; type: 1 bit), bits
+//                            bit 1 "the shared overflow list is
+//                            non-empty", bits 2-10 three slots x (count:
+//                            2 bits, 0 empty, 1 or 2 entries inline, 3 two
+//                            inline and more in the slot's own list; type:
+//                            1 bit), bits
 //                            11-18 the number of spare nodes. Locking is a
 //                            CAS that sets bit 0 and reads the state;
 //                            unlocking is one release store of the new
@@ -22,18 +23,27 @@
 //   ext_[num_buckets]       ext_t, one line, touched only beyond one entry
 //                           per key:
 //     second[3]             the second entry of each slot's queue
-//     last                  tail of the bucket's overflow list (circular,
-//                           singly linked, insertion order), or null
+//     tail[3]               each slot's own overflow queue (its third and
+//                           later entries): circular, singly linked, tail
+//                           points at the newest node and tail->next at the
+//                           oldest; null when empty
+//     last                  tail of the bucket's shared overflow list (the
+//                           entries of keys without a slot; circular, in
+//                           insertion order), or null
 //     spare                 up to 128 free overflow nodes kept by the
 //                           bucket
 //
 // So a bucket is a fixed array of three queues (one per key present) and a
-// queue a fixed array of two entries; the first entries sit next to the
-// keys, so at low load (one entry per key) an insert reads and writes one
-// cache line and allocates nothing. Beyond that, entries (of a fourth key,
-// or the third and later entries of a key) go to the overflow list, whose
-// 32-byte nodes come from the bucket's spares, else from a per-engine free
-// list refilled by chunks of 256 (so no allocation per insert once warm).
+// queue a fixed array of two entries followed by a linked list of its own;
+// the first entries sit next to the keys, so at low load (one entry per
+// key) an insert reads and writes one cache line and allocates nothing. A
+// slotted key's third and later entries go to its own list, so appending
+// and taking its oldest are O(1) however long the queue (a window of
+// receives posted ahead of their sends) and whatever other keys wait in the
+// bucket. Only the entries of a fourth key (all three slots taken when it
+// arrived) go to the shared list, searched by key. Overflow nodes (32
+// bytes) come from the bucket's spares, else from a per-engine free list
+// refilled by chunks of 256 (so no allocation per insert once warm).
 // Both tables (64 + 64 bytes per bucket: 8 MB of address space for the
 // default 65,536 buckets) come from calloc, so the pages of buckets never
 // used are never touched.
@@ -203,6 +213,9 @@ class matching_engine_impl_t
  private:
   template <typename Make>
   void* insert_impl(const match_key_t& key, type_t type, Make make);
+  template <typename Make>
+  void* insert_locked(size_t i, uint32_t word, const match_key_t& key,
+                      type_t type, Make make);
   struct node_t {
     uint64_t hi;
     int32_t lo;
@@ -224,6 +237,7 @@ class matching_engine_impl_t
 
   struct alignas(64) ext_t {
     void* second[3];
+    node_t* tail[3];
     node_t* last;
     node_t* spare;
   };
@@ -238,12 +252,14 @@ class matching_engine_impl_t
   }
   static constexpr uint32_t kLocked = 1u;
   static constexpr uint32_t kOverflow = 2u;
+  // the overflow bit and the three slots' counts: zero when no entry waits
+  // (a slot's type bit outlives its entries)
+  static constexpr uint32_t kEntryBits = 0x36Eu;
 
   node_t* get_node();
   void put_node(node_t* n);
-  void pop_front(bucket_t& b, ext_t& e, uint32_t& word, int s,
-                 const match_key_t& key);
-  void refill_second(ext_t& e, uint32_t& word, int s, const match_key_t& key);
+  void pop_front(bucket_t& b, ext_t& e, uint32_t& word, int s);
+  void refill_second(ext_t& e, uint32_t& word, int s);
   node_t* take_node(ext_t& e, uint32_t& word);
   void drop_node(ext_t& e, uint32_t& word, node_t* n);
   void clear_impl(void (*f)(void*, void*, type_t), void* ctx);
@@ -255,6 +271,7 @@ class matching_engine_impl_t
   ext_t* ext_ = nullptr;
   void* table_mem_ = nullptr;  // what calloc returned (buckets_, ext_ inside)
   size_t mask_ = 0;
+  unsigned shift_ = 63;  // the hash's top bits index the table
 
   // Overflow node pool: a free list refilled by chunks; its own line.
   struct alignas(64) pool_t {

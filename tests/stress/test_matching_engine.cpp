@@ -531,3 +531,80 @@ TEST(MatchingEngine, ForEachEntrySeesEveryEntryWithItsKey)
   });
   EXPECT_EQ(left, inserted.size() - 5);
 }
+
+// One bucket: keys 0-2 take the three slots (their third and later entries
+// in each slot's own list), keys 3-4 arrive with the slots taken and wait in
+// the shared list. Inserts interleave the keys, a withdrawal takes entries
+// out of the middle of each kind of list, and every key still matches
+// oldest first; clear() then reports each key's rest in order.
+TEST(MatchingEngine, SlotListsAndSharedListKeepEachKeyInOrder)
+{
+  engine_t me(attr_with(1));
+  const int nkeys = 5;
+  auto key = [](int k) {
+    return engine_t::make_key(k, 3, matching_policy_t::rank_tag);
+  };
+  std::vector<std::deque<uintptr_t>> q(nkeys);
+  uintptr_t v = 1;
+  for (int round = 0; round < 8; ++round)
+    for (int k = 0; k < nkeys; ++k) {
+      ASSERT_EQ(me.insert(key(k), V(v), type_t::recv), nullptr);
+      q[k].push_back(v++);
+    }
+  EXPECT_EQ(me.count_entries(), size_t(nkeys * 8));
+  // the fifth entry of every key: in a slot's list for 0-2, shared for 3-4
+  for (int k = 0; k < nkeys; ++k) {
+    uintptr_t gone = q[k][4];
+    EXPECT_FALSE(me.remove(key(k), V(gone), type_t::send));
+    EXPECT_TRUE(me.remove(key(k), V(gone), type_t::recv));
+    EXPECT_FALSE(me.remove(key(k), V(gone), type_t::recv));
+    q[k].erase(q[k].begin() + 4);
+  }
+  // matches in reverse key order, three per key, then one more entry each
+  for (int k = nkeys - 1; k >= 0; --k)
+    for (int j = 0; j < 3; ++j) {
+      ASSERT_EQ(U(me.insert(key(k), V(1000 + v++), type_t::send)), q[k].front())
+          << "key " << k;
+      q[k].pop_front();
+    }
+  for (int k = 0; k < nkeys; ++k) {
+    ASSERT_EQ(me.insert(key(k), V(v), type_t::recv), nullptr);
+    q[k].push_back(v++);
+  }
+  // every waiting entry, each key's oldest first
+  std::map<int, std::deque<uintptr_t>> seen;
+  std::map<uintptr_t, int> key_of;
+  for (int k = 0; k < nkeys; ++k)
+    for (uintptr_t x : q[k]) key_of[x] = k;
+  for (auto& e : drain(me)) {
+    ASSERT_EQ(e.second, type_t::recv);
+    ASSERT_EQ(key_of.count(U(e.first)), 1u);
+    seen[key_of[U(e.first)]].push_back(U(e.first));
+  }
+  for (int k = 0; k < nkeys; ++k) EXPECT_EQ(seen[k], q[k]) << "key " << k;
+  EXPECT_EQ(me.count_entries(), 0u);
+}
+
+// replace_values reaches every entry of the given type, inline, in a slot's
+// own list and in the shared list, and no entry of the other type.
+TEST(MatchingEngine, ReplaceValuesReachesEveryEntryOfItsType)
+{
+  engine_t me(attr_with(1));
+  std::map<uintptr_t, type_t> inserted;
+  uintptr_t v = 1;
+  for (int k = 0; k < 6; ++k) {  // keys 3-5 in the shared list
+    type_t t = k % 2 ? type_t::send : type_t::recv;
+    auto key = engine_t::make_key(k, 1, matching_policy_t::rank_tag);
+    for (int j = 0; j < 5; ++j) {
+      ASSERT_EQ(me.insert(key, V(v), t), nullptr);
+      inserted[v++] = t;
+    }
+  }
+  me.replace_values(type_t::send, [](void* x) { return V(U(x) + 100000); });
+  std::map<uintptr_t, type_t> expect;
+  for (auto& e : inserted)
+    expect[e.second == type_t::send ? e.first + 100000 : e.first] = e.second;
+  std::map<uintptr_t, type_t> got;
+  for (auto& e : drain(me)) got[U(e.first)] = e.second;
+  EXPECT_EQ(got, expect);
+}
