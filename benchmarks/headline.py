@@ -160,8 +160,8 @@ RUNS = {
             "Native shm RMA: small transfers"),
     "threads": (OFI_SHM, "3e1a5a5, 2026-11-24", "msgrate-threads.results.csv",
                 "Threads through loopback"),
-    "coll": (SHM, "42e5b2d, 2026-11-27", "coll_42e5b2d_2026-11-27.csv",
-             "The day's branches merged, on a quiet machine"),
+    "coll": (SHM, "a40b6ac, 2026-11-27", "coll_a40b6ac_2026-11-27.csv",
+             "The evening's branches merged, on a quiet machine"),
     "coll_shm": (SHM, "75830d4, 2026-11-27", "coll_shm_2026-11-27.csv",
                  "Collectives: large messages through the segment"),
     "hosts": (HOSTS, "d9307e0, 2026-11-27", "multihost_socket_2026-11-27.csv",
@@ -234,7 +234,9 @@ ROWS = [
     for measure, coll, size in (
         ("barrier, 4 ranks on 2 cores", "barrier", 0),
         ("allreduce, 8 B, 4 ranks on 2 cores", "allreduce", 8),
-        ("broadcast, 8 B, 4 ranks on 2 cores", "broadcast", 8))
+        ("broadcast, 8 B, 4 ranks on 2 cores", "broadcast", 8),
+        ("reduce, 64 KiB, 4 ranks on 2 cores", "reduce", 64 * KIB),
+        ("alltoall, 64 KiB, 4 ranks on 2 cores", "alltoall", 64 * KIB))
 ] + [
     ("coll_shm", "%s, %s ranks (loaded machine)" % (coll_label, ranks), "us",
      True, 1,
