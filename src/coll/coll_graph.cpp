@@ -32,7 +32,7 @@ constexpr unsigned kSpinLoads = 64;
 // slice while the peer it waits for runs on its own core, and the MPI
 // implementations do not either. With more ranks than cores the rank it
 // waits for may be waiting for this core, so a node-local collective
-// gives it away at every poll that finds it still waiting (run_team), as
+// gives it away at every poll that finds it still waiting (wait_team), as
 // Open MPI does when oversubscribed; without a team
 // (collectives off, or not this engine's) the library's policy applies.
 bool keeps_core(team_base_t* team)
@@ -357,17 +357,6 @@ status_t ended_status(status_t s, const shm_result_t& r)
   return s;
 }
 
-// A node-local collective that a blocking caller waits for.
-struct shm_wait_op_t final : shm_op_t {
-  std::atomic<bool> done{false};
-  shm_result_t result;
-  void finish(const shm_result_t& r) override
-  {
-    result = r;
-    done.store(true, std::memory_order_release);
-  }
-};
-
 // A nonblocking node-local collective: signals the caller's completion
 // object as a graph's finisher does (a failed peer: the error and its rank
 // in the status; ranks that disagree on the arguments: raised from the
@@ -486,37 +475,19 @@ void coll_t::make_graph()
                     .free_cb(&delete_value<state_t>)();
 }
 
-void coll_t::run_team(const shm_request_t& req, const status_t& status)
+void coll_t::start_team(const shm_request_t& req, const status_t& status)
+{
+  auto* op = new shm_signal_op_t();
+  op->comp = comp_;
+  op->status = status;
+  team()->start(op, req, true);  // rounds that need no peer go at once
+  team()->poll();
+}
+
+void coll_t::wait_team(const shm_request_t& req, shm_team_t::small_t small,
+                       lazy_wait_t& wait)
 {
   shm_team_t* team = this->team();
-  if (!comp_.is_empty()) {
-    auto* op = new shm_signal_op_t();
-    op->comp = comp_;
-    op->status = status;
-    team->start(op, req, true);  // rounds that need no peer go at once
-    team->poll();
-    return;
-  }
-  // on the stack: this call returns only once the team finished it; made
-  // only when the small round's direct run does not finish it at once
-  // (uninitialized storage until then: the usual call writes none of it)
-  struct lazy_wait_t {
-    alignas(shm_wait_op_t) unsigned char bytes[sizeof(shm_wait_op_t)];
-    shm_wait_op_t* op = nullptr;
-    ~lazy_wait_t()
-    {
-      if (op) op->~shm_wait_op_t();
-    }
-    static shm_op_t* make(void* self)
-    {
-      auto* w = static_cast<lazy_wait_t*>(self);
-      w->op = new (w->bytes) shm_wait_op_t();
-      return w->op;
-    }
-  } wait;
-  const shm_team_t::small_t small =
-      team->run_small(req, &lazy_wait_t::make, &wait);
-  if (small == shm_team_t::small_t::done) return;
   if (small == shm_team_t::small_t::declined) lazy_wait_t::make(&wait);
   shm_wait_op_t* op = wait.op;
   // poll the team alone for a short while (a running peer arrives soon,

@@ -30,9 +30,11 @@
 #define LCI_COLL_COLL_GRAPH_HPP
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "coll/shm_team.hpp"
@@ -96,6 +98,38 @@ struct finisher_t;
 struct state_t;
 struct hier_t;
 
+// A node-local collective that a blocking caller waits for.
+struct shm_wait_op_t final : shm_op_t {
+  std::atomic<bool> done{false};
+  shm_result_t result;
+  void finish(const shm_result_t& r) override
+  {
+    result = r;
+    done.store(true, std::memory_order_release);
+  }
+};
+
+// A blocking node-local collective's wait, on the caller's stack: made only
+// when the small round's direct run does not finish the call
+// (uninitialized storage until then: the usual call writes none of it).
+struct lazy_wait_t {
+  alignas(shm_wait_op_t) unsigned char bytes[sizeof(shm_wait_op_t)];
+  shm_wait_op_t* op = nullptr;
+  lazy_wait_t() = default;
+  lazy_wait_t(const lazy_wait_t&) = delete;
+  lazy_wait_t& operator=(const lazy_wait_t&) = delete;
+  ~lazy_wait_t()
+  {
+    if (op) op->~shm_wait_op_t();
+  }
+  static shm_op_t* make(void* self)
+  {
+    auto* w = static_cast<lazy_wait_t*>(self);
+    w->op = new (w->bytes) shm_wait_op_t();
+    return w->op;
+  }
+};
+
 // The completion semantic of a barrier or alltoall: either value gives the
 // same completion (every rank's part is in place); anything else is refused.
 inline void check_comp_semantic(comp_semantic_t semantic, const char* call)
@@ -118,15 +152,12 @@ class coll_t
   coll_t(const char* call, shm_kind_t kind, runtime_t runtime, device_t device,
          matching_engine_t me, comp_t comp, void* user_context,
          endpoint_t endpoint)
-      : name_(call), kind_(kind), comp_(comp), user_context_(user_context)
+      : name_(call),
+        kind_(kind),
+        call_(start_call(call, runtime, device, me, comp, endpoint)),
+        comp_(comp),
+        user_context_(user_context)
   {
-    if (comp == COMP_NULL_RETRY)
-      util::throw_fatal(call,
-                        ": COMP_NULL_RETRY is not a completion object for a "
-                        "collective (pass COMP_NULL to block, or a "
-                        "completion object)");
-    call_ =
-        begin_call(call, runtime, endpoint_device(endpoint, device, call), me);
     rank = call_.rank;
     nranks = call_.nranks;
   }
@@ -169,9 +200,15 @@ class coll_t
     if (count && item_size == 0)
       util::throw_fatal(name_, ": item_size is 0 with count ", count);
     if (!op) util::throw_fatal(name_, ": null reduction operator");
-    size_t limit = size_t(1) << 48;
-    if (item_size > limit || count > limit / std::max<size_t>(item_size, 1) /
-                                         std::max<size_t>(blocks, 1))
+    // count * item_size * blocks (0 counted as 1) above the limit, by
+    // multiplication: a division would cost more than the rest of a small
+    // collective's checks
+    const size_t limit = size_t(1) << 48;
+    size_t total = 0;
+    if (item_size > limit ||
+        __builtin_mul_overflow(count, std::max<size_t>(item_size, 1), &total) ||
+        __builtin_mul_overflow(total, std::max<size_t>(blocks, 1), &total) ||
+        total > limit)
       util::throw_fatal(name_, ": ", count, " items of ", item_size,
                         " bytes is larger than any buffer");
     return count * item_size;
@@ -233,23 +270,30 @@ class coll_t
   // algorithm to the library and the team takes the request. Returns
   // false when the point-to-point algorithms must run it. `buffer`/`size`
   // go to the completion status.
+  //
+  // A blocking call runs the team's small round from here (the common
+  // small collective: no further frame, and no status, which only a
+  // completion object receives); what it leaves unfinished, wait_team
+  // waits for.
   bool run_local(const shm_request_t& req, bool default_algorithm, void* buffer,
                  size_t size)
   {
-    if (nranks > 1 && !(call_.team && !team()->hierarchical() &&
-                        default_algorithm && team()->accepts(req)))
-      return false;
-    status_t status(errorcode_t::done);
-    status.rank = rank;
-    status.buffer = buffer;
-    status.size = size;
-    status.user_context = user_context_;
-    if (nranks > 1) {
-      run_team(req, status);
-    } else {
+    if (nranks == 1) {
       one_rank(req);
-      if (!comp_.is_empty()) comp_.p_impl->signal(status);
+      if (!comp_.is_empty()) comp_.p_impl->signal(status(buffer, size));
+      return true;
     }
+    if (!call_.team || team()->hierarchical() || !default_algorithm ||
+        !team()->accepts(req))
+      return false;
+    if (!comp_.is_empty()) {
+      start_team(req, status(buffer, size));
+      return true;
+    }
+    lazy_wait_t wait;
+    const shm_team_t::small_t small =
+        team()->run_small(req, &lazy_wait_t::make, &wait);
+    if (small != shm_team_t::small_t::done) wait_team(req, small, wait);
     return true;
   }
   // Starts the graph built so far; returns once it completed unless the
@@ -292,8 +336,36 @@ class coll_t
     return graph_;
   }
   void make_graph();
-  // run_local through the node-local team
-  void run_team(const shm_request_t& req, const status_t& status);
+  // Checks what begin_call does not (the completion object, the endpoint)
+  // and resolves the call's resources.
+  static call_t start_call(const char* call, runtime_t runtime, device_t device,
+                           matching_engine_t me, comp_t comp,
+                           endpoint_t endpoint)
+  {
+    if (comp == COMP_NULL_RETRY)
+      util::throw_fatal(call,
+                        ": COMP_NULL_RETRY is not a completion object for a "
+                        "collective (pass COMP_NULL to block, or a "
+                        "completion object)");
+    if (!endpoint.is_empty()) device = endpoint_device(endpoint, device, call);
+    return begin_call(call, runtime, device, me);
+  }
+  // the status a completion object receives
+  status_t status(void* buffer, size_t size) const
+  {
+    status_t s(errorcode_t::done);
+    s.rank = rank;
+    s.buffer = buffer;
+    s.size = size;
+    s.user_context = user_context_;
+    return s;
+  }
+  // run_local through the node-local team: a nonblocking call queues it;
+  // a blocking one waits for what run_small left (`small`: declined, or
+  // handed over to the op made in `wait`)
+  void start_team(const shm_request_t& req, const status_t& status);
+  void wait_team(const shm_request_t& req, shm_team_t::small_t small,
+                 lazy_wait_t& wait);
   void destroy();
 
   const char* name_;

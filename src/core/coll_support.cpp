@@ -2,6 +2,7 @@
 #include "core/coll_support.hpp"
 
 #include "core/peer_failure.hpp"
+#include "resource/globals.hpp"
 #include "resource/matching_engine.hpp"
 #include "resource/runtime.hpp"
 #include "util/error.hpp"
@@ -14,7 +15,11 @@ call_t begin_call(const char* call, runtime_t runtime, device_t device,
 {
   rt_dev_t rd;
   if (device.is_empty()) {
-    rd.rt = resolve_runtime(runtime, call);
+    // the global runtime without a call when none was given (the common
+    // collective): resolve_runtime checks a given handle and reports none
+    runtime_impl_t* g =
+        runtime.is_empty() ? globals::g_runtime().p_impl : nullptr;
+    rd.rt = g ? g : resolve_runtime(runtime, call);
     rd.dev = rd.rt->default_device;
     if (!rd.dev)
       util::throw_fatal(call,
