@@ -784,8 +784,10 @@ void shm_team_t::read_phase(shm_op_t& op, uint64_t epoch)
     case shm_kind_t::allgather:
       if (off < r.size) {
         size_t len = std::min(op.chunk_, r.size - off);
+        const bool early = own_block_early(op);
         for (int j = 0; j < n; ++j)
-          util::copy_bytes(out + j * r.size + off, data(op, j, epoch), len);
+          if (j != rank_me_ || !early)
+            util::copy_bytes(out + j * r.size + off, data(op, j, epoch), len);
       }
       return;
     case shm_kind_t::alltoall:
@@ -982,6 +984,11 @@ void shm_team_t::read_share(shm_op_t& op, uint64_t epoch, size_t off)
 size_t shm_team_t::chunk_offset(const shm_op_t& op) const
 {
   return (op.split_ ? op.round_ / 2 : op.round_) * op.chunk_;
+}
+
+bool shm_team_t::own_block_early(const shm_op_t& op) const
+{
+  return op.ring_ && op.req_.kind == shm_kind_t::allgather;
 }
 
 bool shm_team_t::needs_all(const shm_op_t& op) const
@@ -1189,6 +1196,15 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
       mine->desc = d;
       mine->seq.store(e, std::memory_order_release);
       prefetch_for_write(line(rank_me_, e + 1));
+      // an allgather's own block goes to the output now, from the ring
+      // buffer just written (never overlapping the caller's buffers), while
+      // the others still write theirs, instead of after the wait
+      if (own_block_early(op)) {
+        const shm_request_t& r = op.req_;
+        char* dst =
+            static_cast<char*>(r.out) + static_cast<size_t>(rank_me_) * r.size;
+        if (dst != r.in) util::copy_bytes(dst, data(op, rank_me_, e), r.size);
+      }
       op.written_ = true;
       op.waiting_ = 0;
     }

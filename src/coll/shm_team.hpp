@@ -295,6 +295,9 @@ class shm_team_t final : public team_base_t
   bool needs(const shm_op_t& op, int j) const;
   // whether it needs every rank in this round of op
   bool needs_all(const shm_op_t& op) const;
+  // an allgather in a ring buffer (one round, its whole input): this
+  // rank's block goes to its output right after the write (advance)
+  bool own_block_early(const shm_op_t& op) const;
   // op's needs_ and all_ (from its request)
   void set_needs(shm_op_t& op) const;
   // the first chunk unit of op's current round
