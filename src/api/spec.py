@@ -596,7 +596,7 @@ OPS = [
        doc="largest payload sent with the eager (buffer-copy) protocol on "
        "every route (a packet's payload); a route whose backend carries "
        "larger messages without a packet (native shm, alone or under "
-       "hybrid) sends eagerly up to 16368 bytes, or this if larger"),
+       "hybrid) sends eagerly up to 16392 bytes, or this if larger"),
     op("alloc_matching_engine", "matching_engine_t", [
         RT, opt("matching_engine_make_key_t", "make_key", "nullptr")],
        attrs_of="matching_engine",

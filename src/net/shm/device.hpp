@@ -92,8 +92,14 @@ constexpr size_t kCopyMax = 1024;
 // The largest message (header and payload) the core sends eagerly to a
 // peer here (route_caps_t::max_eager): up to it one copy into the ring and
 // one out of it (the receiver reads the message in place) cost less than
-// the rendezvous's three more messages and its CMA call.
-constexpr size_t kMaxEager = size_t(16) << 10;
+// the rendezvous's three more messages and its transfer (below the CMA
+// threshold the same two copies, through the rings). It is the largest
+// message that takes the ring slots of a 16 KiB one (a 16 KiB message
+// with its ring header already spills into one more slot), so a 16 KiB
+// payload with the core's header goes eagerly at no cost in ring space.
+constexpr size_t kMaxEager = (size_t(16) << 10) + kSlot - kRingHeader;
+static_assert(slots_for(kMaxEager) == slots_for(size_t(16) << 10),
+              "the eager limit takes the slots of a 16 KiB message");
 
 struct config_t {
   int rank_me, rank_n;

@@ -161,7 +161,7 @@ inline void prefetch_for_write(const void* p, bool prefetchw)
 }
 
 // slots needed by a message of `len` payload bytes
-inline uint64_t slots_for(size_t len)
+constexpr uint64_t slots_for(size_t len)
 {
   return (kRingHeader + len + kSlot - 1) / kSlot;
 }
