@@ -162,6 +162,9 @@ RUNS = {
                 "Threads through loopback"),
     "coll": (SHM, "a40b6ac, 2026-11-27", "coll_a40b6ac_2026-11-27.csv",
              "The evening's branches merged, on a quiet machine"),
+    "coll_small": (SHM, "b75cd3c, 2026-11-27",
+                   "coll_small_b75cd3c_2026-11-27.csv",
+                   "The last three branches merged"),
     "coll_shm": (SHM, "75830d4, 2026-11-27", "coll_shm_2026-11-27.csv",
                  "Collectives: large messages through the segment"),
     "hosts": (HOSTS, "d9307e0, 2026-11-27", "multihost_socket_2026-11-27.csv",
@@ -214,20 +217,20 @@ ROWS = [
      lambda f: results(f, "msgrate", 8, MPIS, False, True, scale=1e-6,
                        mode="thread-dedicated", threads=2)),
 ] + [
-    ("coll", measure, "us", True, digits,
+    (run, measure, "us", True, digits,
      lambda f, coll=coll, size=size: collective(f, coll, size))
-    for measure, coll, size, digits in (
-        ("barrier, 2 ranks", "barrier", 0, 3),
-        ("allreduce, 8 B, 2 ranks", "allreduce", 8, 3),
-        ("allreduce, 64 KiB, 2 ranks", "allreduce", 64 * KIB, 1),
-        ("broadcast, 8 B, 2 ranks", "broadcast", 8, 3),
-        ("broadcast, 4 KiB, 2 ranks", "broadcast", 4 * KIB, 3),
-        ("broadcast, 64 KiB, 2 ranks", "broadcast", 64 * KIB, 1),
-        ("allgather, 4 KiB, 2 ranks", "allgather", 4 * KIB, 3),
-        ("allgather, 64 KiB, 2 ranks", "allgather", 64 * KIB, 1),
-        ("alltoall, 4 KiB, 2 ranks", "alltoall", 4 * KIB, 3),
-        ("alltoall, 64 KiB, 2 ranks", "alltoall", 64 * KIB, 1),
-        ("alltoall, 1 MiB, 2 ranks", "alltoall", MIB, 1))
+    for run, measure, coll, size, digits in (
+        ("coll_small", "barrier, 2 ranks", "barrier", 0, 3),
+        ("coll_small", "allreduce, 8 B, 2 ranks", "allreduce", 8, 3),
+        ("coll", "allreduce, 64 KiB, 2 ranks", "allreduce", 64 * KIB, 1),
+        ("coll_small", "broadcast, 8 B, 2 ranks", "broadcast", 8, 3),
+        ("coll_small", "broadcast, 4 KiB, 2 ranks", "broadcast", 4 * KIB, 3),
+        ("coll", "broadcast, 64 KiB, 2 ranks", "broadcast", 64 * KIB, 1),
+        ("coll_small", "allgather, 4 KiB, 2 ranks", "allgather", 4 * KIB, 3),
+        ("coll", "allgather, 64 KiB, 2 ranks", "allgather", 64 * KIB, 1),
+        ("coll", "alltoall, 4 KiB, 2 ranks", "alltoall", 4 * KIB, 3),
+        ("coll", "alltoall, 64 KiB, 2 ranks", "alltoall", 64 * KIB, 1),
+        ("coll", "alltoall, 1 MiB, 2 ranks", "alltoall", MIB, 1))
 ] + [
     ("coll", measure, "us", True, 3,
      lambda f, coll=coll, size=size: collective(f, coll, size, 4))
