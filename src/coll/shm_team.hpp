@@ -352,9 +352,9 @@ class shm_team_t final : public team_base_t
   size_t cma_bytes_ = SIZE_MAX;
   // broadcast and reduce copy once too (their node has at most as many
   // ranks as cores). With more ranks than cores they keep the slots: the
-  // single copy makes the ranks that used to return at once (the root of a
-  // broadcast, the other ranks of a reduce) wait until the readers read,
-  // each reader needing a time slice, where the slots let them run ahead
+  // single copy makes the ranks that the slots let return at once (the
+  // root of a broadcast, the other ranks of a reduce) wait until the
+  // readers read, each reader needing a time slice
   bool cma_rooted_ = true;
   std::vector<int> pids_;  // this node's ranks' process ids
   // a single-copy reduce's pieces (only the thread that holds polling_)
