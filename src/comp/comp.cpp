@@ -96,13 +96,23 @@ inline T* as(comp_t comp, const char* call, const char* what)
   return q;
 }
 
-inline cq_impl_t* as_cq(comp_t comp, const char* call)
+// The completion object behind `comp` when the live set's cache knows it
+// (the fast path of every queue call), else null: as_cq_slow then checks
+// it in full and says what is wrong.
+inline comp_impl_t* cached_comp(comp_t comp)
 {
   comp_impl_t* p = comp.p_impl;
   util::live_set_t* comps = globals::comps_if_made();
-  if (__builtin_expect(comps != nullptr && p != nullptr &&
-                           comp != COMP_NULL_RETRY && comps->cached(p),
-                       1)) {
+  return __builtin_expect(comps != nullptr && p != nullptr &&
+                              comp != COMP_NULL_RETRY && comps->cached(p),
+                          1)
+             ? p
+             : nullptr;
+}
+
+inline cq_impl_t* as_cq(comp_t comp, const char* call)
+{
+  if (comp_impl_t* p = cached_comp(comp)) {
     const std::type_info* t = &typeid(*p);
     if (t == &typeid(lcrq_cq_t)) return static_cast<lcrq_cq_t*>(p);
     if (t == &typeid(array_cq_t)) return static_cast<array_cq_t*>(p);
@@ -195,11 +205,7 @@ status_t cq_pop_x::call_impl(comp_t comp, runtime_t runtime)
   check_runtime(runtime, "cq_pop");
   // as_cq's fast path, each class's pop called from the type test that
   // found it (cq_impl_t::pop would test the kind again)
-  comp_impl_t* p = comp.p_impl;
-  util::live_set_t* comps = globals::comps_if_made();
-  if (__builtin_expect(comps != nullptr && p != nullptr &&
-                           comp != COMP_NULL_RETRY && comps->cached(p),
-                       1)) {
+  if (comp_impl_t* p = cached_comp(comp)) {
     const std::type_info* t = &typeid(*p);
     if (__builtin_expect(t == &typeid(lcrq_cq_t), 1))
       return static_cast<lcrq_cq_t*>(p)->pop_impl();
