@@ -113,20 +113,29 @@ bool progress_until(const std::function<bool()>& pred)
   return true;
 }
 
-// Posts one active message (its buffer must live until `sends` counts it).
-void post(int to, std::vector<unsigned char>& b, lci::comp_t sends,
-          lci::rcomp_t rcomp, uint64_t tag)
+// Retries a post (progressing in between) until it is taken: 1 when it
+// is pending, so its completion object will count it, 0 when it completed
+// at once and nothing will. The caller adds that to the count it waits
+// for, rather than bumping the counter itself, which a progress call in
+// another thread may be signalling at the same time.
+template <typename F>
+long post_taken(F post)
 {
   for (;;) {
-    lci::status_t s =
-        lci::post_am_x(to, b.data(), b.size(), sends, rcomp).tag(tag)();
-    if (s.is_done()) {
-      lci::counter_set(sends, lci::counter_get(sends) + 1);
-      return;
-    }
-    if (s.is_posted()) return;
+    lci::status_t s = post();
+    if (!s.is_retry()) return s.is_done() ? 0 : 1;
     lci::progress();
   }
+}
+
+// Posts one active message (its buffer must live until `sends` counts it);
+// as post_taken.
+long post(int to, std::vector<unsigned char>& b, lci::comp_t sends,
+          lci::rcomp_t rcomp, uint64_t tag)
+{
+  return post_taken([&] {
+    return lci::post_am_x(to, b.data(), b.size(), sends, rcomp).tag(tag)();
+  });
 }
 
 // 1 and 2: n messages of kBound bytes to every other rank, all posted
@@ -147,8 +156,7 @@ void burst(lci::comp_t cq, lci::rcomp_t rcomp, bool free_at_once)
     for (int to = 0; to < nranks; ++to) {
       if (to == me) continue;
       out.push_back(message(me, seq, kBound));
-      post(to, out.back(), sends, rcomp, 1);
-      ++nposted;
+      nposted += post(to, out.back(), sends, rcomp, 1);
     }
   // every request waits at its receiver before it receives
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -181,7 +189,7 @@ void burst(lci::comp_t cq, lci::rcomp_t rcomp, bool free_at_once)
         }),
         "%s: %ld of %ld messages in 60 s", what, got, expected);
   CHECK(progress_until([&] { return lci::counter_get(sends) == nposted; }),
-        "%s: %ld of %ld sends complete", what, lci::counter_get(sends),
+        "%s: %ld of %ld pending sends complete", what, lci::counter_get(sends),
         nposted);
   if (free_at_once)
     CHECK(g_alloc.max_out() == 1,
@@ -212,15 +220,10 @@ void mixed(lci::comp_t cq, lci::rcomp_t rcomp)
     if (from == me) continue;
     for (uint64_t r = 0; r < rounds; ++r) {
       recv_in.emplace_back(300 << 10);
-      for (;;) {
-        lci::status_t s =
-            lci::post_recv(from, recv_in.back().data(), recv_in.back().size(),
-                           send_tag + r, recvs);
-        if (s.is_done()) lci::counter_set(recvs, lci::counter_get(recvs) + 1);
-        if (!s.is_retry()) break;
-        lci::progress();
-      }
-      ++nrecvs;
+      nrecvs += post_taken([&] {
+        return lci::post_recv(from, recv_in.back().data(),
+                              recv_in.back().size(), send_tag + r, recvs);
+      });
     }
   }
   lci::barrier();
@@ -259,19 +262,13 @@ void mixed(lci::comp_t cq, lci::rcomp_t rcomp)
       for (size_t k = 0; k < nsizes; ++k) {
         const uint64_t seq = r * nsizes + k;
         out.push_back(message(me, seq, sizes[k]));
-        post(to, out.back(), sends, rcomp, 2);
-        ++nposted;
+        nposted += post(to, out.back(), sends, rcomp, 2);
       }
       sends_out.push_back(message(me, r, 300 << 10));
-      for (;;) {
-        lci::status_t s =
-            lci::post_send(to, sends_out.back().data(), sends_out.back().size(),
-                           send_tag + r, sends);
-        if (s.is_done()) lci::counter_set(sends, lci::counter_get(sends) + 1);
-        if (!s.is_retry()) break;
-        lci::progress();
-      }
-      ++nposted;
+      nposted += post_taken([&] {
+        return lci::post_send(to, sends_out.back().data(),
+                              sends_out.back().size(), send_tag + r, sends);
+      });
     }
   receive();
   helper.join();
@@ -285,7 +282,7 @@ void mixed(lci::comp_t cq, lci::rcomp_t rcomp)
           return lci::counter_get(sends) == nposted &&
                  lci::counter_get(recvs) == nrecvs;
         }),
-        "mixed: %ld of %ld sends and %ld of %ld receives complete",
+        "mixed: %ld of %ld pending sends and %ld of %ld receives complete",
         lci::counter_get(sends), nposted, lci::counter_get(recvs), nrecvs);
   size_t i = 0;
   for (int from = 0; from < nranks; ++from) {
