@@ -28,6 +28,7 @@
 #include "coll/shm_team.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -1253,6 +1254,15 @@ namespace
 // (about a microsecond), and one that does not (it computes, it stopped,
 // it failed) is the general path's to wait for with every check.
 constexpr unsigned kSmallSpins = 1024;
+// With more ranks than cores, how long run_small waits for a peer by
+// giving its core away between looks before it hands over. The peer
+// usually shares this core and needs it: a yield lets it run, and the next
+// look finds its round, where the general path would pay a poll and a
+// progress call per look. A peer descheduled on another core for other
+// jobs' time slices takes milliseconds. Past the bound, the general path
+// waits with every check (a failed or stopped peer, the device's
+// progress), so the bound is also how late this wait notices them.
+constexpr std::chrono::milliseconds kSmallYieldTime{10};
 
 // Two descriptions are the same call (and neither is a failed stage's):
 // the whole 24 bytes, the `failed` word included (-1 in this rank's).
@@ -1373,8 +1383,21 @@ __attribute__((noinline)) void shm_team_t::small_hand_over(
   op.written_ = true;
   op.waiting_ = 0;
   current_ = &op;
+  ++small_handovers_;
   npending_.fetch_add(1, std::memory_order_release);
   polling_.clear(std::memory_order_release);
+}
+
+__attribute__((noinline)) bool shm_team_t::small_yield(
+    std::chrono::steady_clock::time_point* until)
+{
+  const auto now = std::chrono::steady_clock::now();
+  if (*until == std::chrono::steady_clock::time_point{})
+    *until = now + kSmallYieldTime;
+  else if (now >= *until)
+    return false;
+  sched_yield();
+  return true;
 }
 
 shm_team_t::small_t shm_team_t::run_small(const shm_request_t& req,
@@ -1443,12 +1466,18 @@ shm_team_t::small_t shm_team_t::run_small(const shm_request_t& req,
   prefetch_for_write(line(rank_me_, e + 1));
   ++small_runs_;
   // with more ranks than cores the one awaited may need this core: one
-  // look, then the general path, which gives the core away
+  // look, then a yield before each next look, for a bounded time
+  // (small_yield); with a core per rank a spin of kSmallSpins loads
   unsigned budget = oversubscribed_ ? 1 : kSmallSpins;
+  std::chrono::steady_clock::time_point until{};
   for (uint64_t m = needs; m; m &= m - 1) {
     const line_t* l = line(__builtin_ctzll(m), e);
     while (l->seq.load(std::memory_order_acquire) < e)
       if (__builtin_expect(--budget == 0, 0)) {
+        if (oversubscribed_ && small_yield(&until)) {
+          budget = 1;
+          continue;
+        }
         small_hand_over(*make(ctx), req);
         return small_t::handed_over;
       }

@@ -46,6 +46,7 @@
 #define LCI_COLL_SHM_TEAM_HPP
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -220,8 +221,11 @@ class shm_team_t final : public team_base_t
   // control line) run straight from the caller when nothing is queued or
   // running: the round of advance without the op, the queue and the poll
   // loop, so a reader that finds its peers there pays little more than
-  // its line transfers. Anything but the usual case (a line still in use,
-  // a peer not there after a short spin, a description that differs)
+  // its line transfers. With more ranks than cores it waits for a peer
+  // by giving the core away between looks (small_yield), for a bounded
+  // time. Anything but the usual case (a line still in use,
+  // a peer not there after a short spin or that bounded wait, a
+  // description that differs)
   // goes to the general path, which reports errors and waits with every
   // check: before this rank publishes, it declines; after, it makes the
   // op (`make(ctx)`, only then) in the state advance leaves after its
@@ -260,6 +264,8 @@ class shm_team_t final : public team_base_t
   // over after it published (introspection for tests; the calling
   // thread's view)
   uint64_t small_runs() const { return small_runs_; }
+  // those of them handed over to the general path (same view)
+  uint64_t small_handovers() const { return small_handovers_; }
   // control lines per rank: the most small rounds a rank that needs nobody
   // runs ahead of the others, plus one (for tests)
   static uint64_t round_lines();
@@ -318,6 +324,10 @@ class shm_team_t final : public team_base_t
   void small_write(const shm_request_t& req, char* mine) const;
   void small_read(const shm_request_t& req, uint64_t e) const;
   void small_hand_over(shm_op_t& op, const shm_request_t& req);
+  // run_small's wait with more ranks than cores: gives the core away once
+  // and returns true, or false once the wait has lasted its bound
+  // (`*until`: the epoch before the first call, then the bound's end)
+  bool small_yield(std::chrono::steady_clock::time_point* until);
   void read_phase(shm_op_t& op, uint64_t epoch);
   // the single-copy form (shm_op_t::cma_): whether the team runs op so,
   // its read phase, and one read of rank j's memory (false: *result says
@@ -359,8 +369,9 @@ class shm_team_t final : public team_base_t
   std::vector<int> pids_;  // this node's ranks' process ids
   // a single-copy reduce's pieces (only the thread that holds polling_)
   std::vector<char> scratch_;
-  uint64_t epoch_ = 0;       // rounds this rank completed
-  uint64_t small_runs_ = 0;  // (under polling_)
+  uint64_t epoch_ = 0;            // rounds this rank completed
+  uint64_t small_runs_ = 0;       // (under polling_)
+  uint64_t small_handovers_ = 0;  // (under polling_)
   // every rank is known to have published this round (a round that
   // needed every rank saw them all): the next round's check of the
   // previous one then reads no other rank's line

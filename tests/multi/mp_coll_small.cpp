@@ -8,7 +8,11 @@
 //             grows by one per call); then nonblocking collectives queued
 //             ahead of a blocking one (rank 0 arrives late): the blocking
 //             one must wait its turn (it does not take the direct path
-//             while the queue is not empty) and every result is right
+//             while the queue is not empty) and every result is right;
+//             with more ranks than cores, barriers that rank 0 joins
+//             late (a sleep of 100 us) are waited for in the direct path
+//             (the waiting ranks yield between looks, they do not hand
+//             over to the general path)
 //   threads   the main thread runs blocking small collectives on the
 //             runtime's collective engine while two threads run
 //             collectives (blocking and nonblocking) on engines of their
@@ -140,6 +144,8 @@ void every_small()
   }
 }
 
+void late_joiner();
+
 void test_path()
 {
   lci::coll::shm_team_t* t = team();
@@ -183,6 +189,38 @@ void test_path()
       CHECK(out[i] == sum_of(seqs[i]), "queued allreduce %d of round %d", i, k);
   }
   every_small();
+  late_joiner();
+}
+
+// With more ranks than cores, a rank that waits in run_small for a peer
+// that is not there yet gives its core away and looks again, for a bounded
+// time, instead of handing over after its first look: a rank 0 that joins
+// 100 us late is waited for there, on every other rank.
+void late_joiner()
+{
+  lci::coll::shm_team_t* t = team();
+  if (!t->oversubscribed()) {
+    if (mp::g_rank == 0)
+      std::printf("late joiner: not checked (a core per rank)\n");
+    return;
+  }
+  lci::barrier();
+  const uint64_t runs = t->small_runs();
+  const uint64_t over = t->small_handovers();
+  for (int k = 0; k < 20; ++k) {
+    if (mp::g_rank == 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    lci::barrier();
+  }
+  CHECK(t->small_runs() - runs == 20,
+        "%llu of 20 barriers took the direct path",
+        static_cast<unsigned long long>(t->small_runs() - runs));
+  // (a loaded machine may stall a rank past the bound now and then)
+  if (mp::g_rank != 0)
+    CHECK(t->small_handovers() - over <= 10,
+          "%llu of 20 barriers joined late by rank 0 were handed over to "
+          "the general path",
+          static_cast<unsigned long long>(t->small_handovers() - over));
 }
 
 void test_threads()
