@@ -665,6 +665,12 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req, bool drive)
     o.snapshot_.assign(in, in + in_bytes);
     o.req_.in = o.snapshot_.data();
   }
+  // reduce_scatter: nobody else reads this rank's own block, so it stays
+  // out of the slot and the reduction reads it from the input (the copy
+  // aside, if any), where the output cannot overwrite it first
+  if (req.kind == shm_kind_t::reduce_scatter && !o.inline_ &&
+      !overlaps(o.req_.in, in_bytes, out, out_bytes))
+    o.own_direct_ = true;
   // nothing queued and nobody polling (the usual blocking call): it is the
   // current collective at once, without the queue's lock. Whoever holds
   // polling_ is the only writer of current_ and broken_, and npending_ is
@@ -710,7 +716,7 @@ void shm_team_t::write_phase(shm_op_t& op, char* mine)
   // a split reduction's second round writes nothing: its share is in the
   // slot already (read_phase of the first)
   if (op.split_ && (op.round_ & 1)) return;
-  if (op.own_direct_) return;
+  if (op.own_direct_ && r.kind != shm_kind_t::reduce_scatter) return;
   const char* in = static_cast<const char*>(r.in);
   if (op.cma_) {
     // round 0: where the others read this rank's data (round 1: nothing)
@@ -752,8 +758,9 @@ void shm_team_t::write_phase(shm_op_t& op, char* mine)
         size_t len = std::min(op.chunk_, r.count - off) * r.item_size;
         size_t block = r.count * r.item_size;
         for (size_t j = 0; j < n; ++j)
-          util::copy_bytes(mine + j * op.chunk_ * r.item_size,
-                           in + j * block + off * r.item_size, len);
+          if (!op.own_direct_ || j != static_cast<size_t>(rank_me_))
+            util::copy_bytes(mine + j * op.chunk_ * r.item_size,
+                             in + j * block + off * r.item_size, len);
       }
       return;
   }
@@ -770,9 +777,12 @@ void shm_team_t::read_phase(shm_op_t& op, uint64_t epoch)
     return;
   }
   // this rank's own input, where it reads that from the caller's buffer
-  const char* own = op.own_direct_
-                        ? static_cast<const char*>(r.in) + off * r.item_size
-                        : nullptr;
+  const char* own =
+      !op.own_direct_ ? nullptr
+      : r.kind == shm_kind_t::reduce_scatter
+          ? static_cast<const char*>(r.in) +
+                (static_cast<size_t>(rank_me_) * r.count + off) * r.item_size
+          : static_cast<const char*>(r.in) + off * r.item_size;
   switch (r.kind) {
     case shm_kind_t::barrier:
       return;

@@ -160,7 +160,8 @@ class shm_op_t
   // attach; in round 1 an owner waits until its readers are done with it
   bool cma_ = false;
   // a reduce's root reads its own input from the caller's buffer and
-  // writes no slot (nobody else reads it)
+  // writes no slot (nobody else reads it); a reduce_scatter's rank does so
+  // for its own block, the only one of its input nobody else reads
   bool own_direct_ = false;
   uint64_t round_ = 0;    // rounds done
   bool written_ = false;  // this round's input is in the slot
