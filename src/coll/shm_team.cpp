@@ -119,6 +119,13 @@ constexpr uint64_t kRoundLines = 64;
 // 1 MiB slots).
 constexpr uint64_t kRingBuffers = 16;
 constexpr uint64_t kReadAhead = 4;
+// A rank that wrote its ring buffer for round e asks for its buffer of
+// round e + 1 in exclusive state (prefetchw) up to this many bytes, right
+// after publishing e, so that taking those lines back from the ranks that
+// read them sixteen rounds before overlaps its wait for the others instead
+// of stalling the next round's copy in. Larger buffers would keep the
+// line-fill buffers busy into the copy out of the others' buffers.
+constexpr size_t kPrefetchWriteBytes = size_t(16) << 10;
 constexpr size_t kLinesPerRank = kRoundLines + 1;
 constexpr int32_t kStoppedFatal = 1;
 constexpr int32_t kStoppedPeer = 2;
@@ -671,6 +678,10 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req, bool drive)
   if (req.kind == shm_kind_t::reduce_scatter && !o.inline_ &&
       !overlaps(o.req_.in, in_bytes, out, out_bytes))
     o.own_direct_ = true;
+  const bool writes_ring =
+      o.ring_ && !(req.kind == shm_kind_t::broadcast && rank_me_ != req.root) &&
+      !(req.kind == shm_kind_t::reduce && o.own_direct_);
+  o.ring_part_ = writes_ring ? std::min(part, kPrefetchWriteBytes) : 0;
   // nothing queued and nobody polling (the usual blocking call): it is the
   // current collective at once, without the queue's lock. Whoever holds
   // polling_ is the only writer of current_ and broken_, and npending_ is
@@ -1214,6 +1225,14 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
         char* dst =
             static_cast<char*>(r.out) + static_cast<size_t>(rank_me_) * r.size;
         if (dst != r.in) util::copy_bytes(dst, data(op, rank_me_, e), r.size);
+      }
+      // the next ring buffer, once every rank is known to be done with it
+      // (it last carried round e + 1 - kRingBuffers): see
+      // kPrefetchWriteBytes
+      if (op.ring_part_ && all_seen_ + kRingBuffers > e + 1) {
+        const char* next = data(op, rank_me_, e + 1);
+        for (size_t i = 0; i < op.ring_part_; i += 64)
+          prefetch_for_write(next + i);
       }
       op.written_ = true;
       op.waiting_ = 0;
