@@ -120,11 +120,12 @@ constexpr uint64_t kRoundLines = 64;
 constexpr uint64_t kRingBuffers = 16;
 constexpr uint64_t kReadAhead = 4;
 // A rank that wrote its ring buffer for round e asks for its buffer of
-// round e + 1 in exclusive state (prefetchw) up to this many bytes, right
-// after publishing e, so that taking those lines back from the ranks that
-// read them sixteen rounds before overlaps its wait for the others instead
-// of stalling the next round's copy in. Larger buffers would keep the
-// line-fill buffers busy into the copy out of the others' buffers.
+// round e + 1 in exclusive state (prefetchw) right after publishing e, so
+// that taking those lines back from the ranks that read them sixteen
+// rounds before overlaps its wait for the others instead of stalling the
+// next round's copy in. Only in rounds of at most this many bytes: the
+// prefetches of a larger buffer would still hold the line-fill buffers
+// when the copy out of the others' buffers starts.
 constexpr size_t kPrefetchWriteBytes = size_t(16) << 10;
 constexpr size_t kLinesPerRank = kRoundLines + 1;
 constexpr int32_t kStoppedFatal = 1;
@@ -681,7 +682,7 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req, bool drive)
   const bool writes_ring =
       o.ring_ && !(req.kind == shm_kind_t::broadcast && rank_me_ != req.root) &&
       !(req.kind == shm_kind_t::reduce && o.own_direct_);
-  o.ring_part_ = writes_ring ? std::min(part, kPrefetchWriteBytes) : 0;
+  o.ring_part_ = writes_ring && part <= kPrefetchWriteBytes ? part : 0;
   // nothing queued and nobody polling (the usual blocking call): it is the
   // current collective at once, without the queue's lock. Whoever holds
   // polling_ is the only writer of current_ and broken_, and npending_ is

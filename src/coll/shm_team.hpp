@@ -155,8 +155,9 @@ class shm_op_t
   bool inline_ = false;
   // it fits a ring buffer (one round): see kRoundLines in shm_team.cpp
   bool ring_ = false;
-  // the bytes this rank writes into its ring buffer in such a round (0:
-  // none, as a broadcast's reader or a reduce's root)
+  // the bytes this rank writes into its ring buffer in such a round,
+  // whose next buffer it prefetches for writing (0: none, as a
+  // broadcast's reader or a reduce's root, or too large to prefetch)
   size_t ring_part_ = 0;
   // single copy: in round 0 each rank whose data others need publishes
   // its buffer's address and the readers copy from it by cross-memory
