@@ -120,6 +120,14 @@ constexpr uint64_t kRoundLines = 64;
 // 1 MiB slots).
 constexpr uint64_t kRingBuffers = 16;
 constexpr uint64_t kReadAhead = 4;
+// A rank that wrote its ring buffer for round e asks for its buffer of
+// round e + 1 in exclusive state (prefetchw) right after publishing e, so
+// that taking those lines back from the ranks that read them sixteen
+// rounds before overlaps its wait for the others instead of stalling the
+// next round's copy in. Only in rounds of at most this many bytes: the
+// prefetches of a larger buffer would still hold the line-fill buffers
+// when the copy out of the others' buffers starts.
+constexpr size_t kPrefetchWriteBytes = size_t(16) << 10;
 constexpr size_t kLinesPerRank = kRoundLines + 1;
 constexpr int32_t kStoppedFatal = 1;
 constexpr int32_t kStoppedPeer = 2;
@@ -666,6 +674,16 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req, bool drive)
     o.snapshot_.assign(in, in + in_bytes);
     o.req_.in = o.snapshot_.data();
   }
+  // reduce_scatter: nobody else reads this rank's own block, so it stays
+  // out of the slot and the reduction reads it from the input (the copy
+  // aside, if any), where the output cannot overwrite it first
+  if (req.kind == shm_kind_t::reduce_scatter && !o.inline_ &&
+      !overlaps(o.req_.in, in_bytes, out, out_bytes))
+    o.own_direct_ = true;
+  const bool writes_ring =
+      o.ring_ && !(req.kind == shm_kind_t::broadcast && rank_me_ != req.root) &&
+      !(req.kind == shm_kind_t::reduce && o.own_direct_);
+  o.ring_part_ = writes_ring && part <= kPrefetchWriteBytes ? part : 0;
   // nothing queued and nobody polling (the usual blocking call): it is the
   // current collective at once, without the queue's lock. Whoever holds
   // polling_ is the only writer of current_ and broken_, and npending_ is
@@ -711,7 +729,7 @@ void shm_team_t::write_phase(shm_op_t& op, char* mine)
   // a split reduction's second round writes nothing: its share is in the
   // slot already (read_phase of the first)
   if (op.split_ && (op.round_ & 1)) return;
-  if (op.own_direct_) return;
+  if (op.own_direct_ && r.kind != shm_kind_t::reduce_scatter) return;
   const char* in = static_cast<const char*>(r.in);
   if (op.cma_) {
     // round 0: where the others read this rank's data (round 1: nothing)
@@ -753,8 +771,9 @@ void shm_team_t::write_phase(shm_op_t& op, char* mine)
         size_t len = std::min(op.chunk_, r.count - off) * r.item_size;
         size_t block = r.count * r.item_size;
         for (size_t j = 0; j < n; ++j)
-          util::copy_bytes(mine + j * op.chunk_ * r.item_size,
-                           in + j * block + off * r.item_size, len);
+          if (!op.own_direct_ || j != static_cast<size_t>(rank_me_))
+            util::copy_bytes(mine + j * op.chunk_ * r.item_size,
+                             in + j * block + off * r.item_size, len);
       }
       return;
   }
@@ -771,9 +790,12 @@ void shm_team_t::read_phase(shm_op_t& op, uint64_t epoch)
     return;
   }
   // this rank's own input, where it reads that from the caller's buffer
-  const char* own = op.own_direct_
-                        ? static_cast<const char*>(r.in) + off * r.item_size
-                        : nullptr;
+  const char* own =
+      !op.own_direct_ ? nullptr
+      : r.kind == shm_kind_t::reduce_scatter
+          ? static_cast<const char*>(r.in) +
+                (static_cast<size_t>(rank_me_) * r.count + off) * r.item_size
+          : static_cast<const char*>(r.in) + off * r.item_size;
   switch (r.kind) {
     case shm_kind_t::barrier:
       return;
@@ -1205,6 +1227,14 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
         char* dst =
             static_cast<char*>(r.out) + static_cast<size_t>(rank_me_) * r.size;
         if (dst != r.in) util::copy_bytes(dst, data(op, rank_me_, e), r.size);
+      }
+      // the next ring buffer, once every rank is known to be done with it
+      // (it last carried round e + 1 - kRingBuffers): see
+      // kPrefetchWriteBytes
+      if (op.ring_part_ && all_seen_ + kRingBuffers > e + 1) {
+        const char* next = data(op, rank_me_, e + 1);
+        for (size_t i = 0; i < op.ring_part_; i += 64)
+          prefetch_for_write(next + i);
       }
       op.written_ = true;
       op.waiting_ = 0;

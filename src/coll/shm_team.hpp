@@ -156,12 +156,17 @@ class shm_op_t
   bool inline_ = false;
   // it fits a ring buffer (one round): see kRoundLines in shm_team.cpp
   bool ring_ = false;
+  // the bytes this rank writes into its ring buffer in such a round,
+  // whose next buffer it prefetches for writing (0: none, as a
+  // broadcast's reader or a reduce's root, or too large to prefetch)
+  size_t ring_part_ = 0;
   // single copy: in round 0 each rank whose data others need publishes
   // its buffer's address and the readers copy from it by cross-memory
   // attach; in round 1 an owner waits until its readers are done with it
   bool cma_ = false;
   // a reduce's root reads its own input from the caller's buffer and
-  // writes no slot (nobody else reads it)
+  // writes no slot (nobody else reads it); a reduce_scatter's rank does so
+  // for its own block, the only one of its input nobody else reads
   bool own_direct_ = false;
   uint64_t round_ = 0;    // rounds done
   bool written_ = false;  // this round's input is in the slot

@@ -6,7 +6,9 @@
 // computation of what every rank contributed; every form of overlapping
 // buffers (in place) with every algorithm, at those sizes and at 96 KiB
 // (several rounds of the node-local team); then streams of small broadcasts
-// and reduces whose ranks that need nobody run ahead of a slowed reader; then
+// and reduces whose ranks that need nobody run ahead of a slowed reader; a
+// node-local reduce_scatter whose operator must see the rank's own block in
+// the input (not a copy in the segment); then
 // 4 threads each running
 // independent nonblocking collectives on their own matching engine; then
 // bad input (each raises fatal_error and the next collective still works)
@@ -354,6 +356,46 @@ void test_overlap(size_t size)
 // of it, as far as the team's ring of control lines lets them, and must
 // never overwrite what it has not read; it must get every round's data in
 // order.
+// The node-local team's reduce_scatter reads a rank's own block from the
+// caller's input (nobody else reads it, so it is not copied into the
+// segment): the operator sees a pointer into that block. Blocking, the
+// buffers apart, 4 KiB (a ring buffer) and `big` (the slots, several
+// rounds when big exceeds a slot's share).
+const unsigned char* g_own_lo = nullptr;
+const unsigned char* g_own_hi = nullptr;
+bool g_own_seen = false;
+void add_bytes_watch(const void* l, const void* r, void* d, size_t n)
+{
+  for (const void* p : {l, r}) {
+    auto* c = static_cast<const unsigned char*>(p);
+    if (c >= g_own_lo && c < g_own_hi) g_own_seen = true;
+  }
+  add_bytes(l, r, d, n);
+}
+
+void test_reduce_scatter_own(lci::coll::shm_team_t* team, size_t size)
+{
+  if (!team || team->hierarchical() || g_n < 2) return;
+  unsigned seq = ++g_seq;
+  std::vector<unsigned char> in(size * g_n), out(size);
+  fill_bytes(in.data(), size * g_n, g_rank, seq);
+  g_own_lo = in.data() + g_rank * size;
+  g_own_hi = g_own_lo + size;
+  g_own_seen = false;
+  lci::reduce_scatter(in.data(), out.data(), size, 1, &add_bytes_watch);
+  CHECK(g_own_seen,
+        "reduce_scatter size %zu: the operator never read this rank's "
+        "own block from the input",
+        size);
+  for (size_t i = 0; i < size; ++i)
+    if (out[i] != sum_bytes(g_rank * size + i, seq)) {
+      CHECK(false, "reduce_scatter (own block) size %zu: byte %zu is %d", size,
+            i, out[i]);
+      break;
+    }
+  g_checked += static_cast<long>(size);
+}
+
 void test_stream()
 {
   const size_t sizes[] = {8, 32, 8, 32, 8, 32, 8, 32, 8, 32, 8, 40};
@@ -687,6 +729,7 @@ int main(int argc, char** argv)
     // 64 KiB up to 16 ranks), where an in-place input must survive the
     // outputs of the earlier rounds
     test_overlap(size_t(96) << 10);
+    for (size_t size : {size_t(4096), big}) test_reduce_scatter_own(team, size);
     test_stream();
     test_run_ahead(8);
     test_run_ahead(200);
