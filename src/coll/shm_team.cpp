@@ -396,7 +396,14 @@ std::unique_ptr<shm_team_t> shm_team_t::open(
   bool rooted = !(cores > 0 && local_n > cores);
   if (const char* v = util::env_get("LCI_COLL_SHM_CMA_ROOTED"))
     rooted = util::parse_uint("LCI_COLL_SHM_CMA_ROOTED", v) != 0;
-  ok = static_cast<char>(ok | (cma_ok ? 2 : 0) | (rooted ? 0 : 4));
+  // bit 3: a reduce through the slots pairs its ranks (shm_op_t::child_),
+  // by default where the node has more ranks than cores (the leader's
+  // answer; LCI_COLL_SHM_PAIRS=0 or 1 decides it whatever the cores)
+  bool pairs = cores > 0 && local_n > cores;
+  if (const char* v = util::env_get("LCI_COLL_SHM_PAIRS"))
+    pairs = util::parse_uint("LCI_COLL_SHM_PAIRS", v) != 0;
+  ok = static_cast<char>(ok | (cma_ok ? 2 : 0) | (rooted ? 0 : 4) |
+                         (pairs ? 8 : 0));
   std::vector<char> oks(static_cast<size_t>(rank_n));
   try {
     boot.allgather(&ok, oks.data(), 1);
@@ -430,6 +437,7 @@ std::unique_ptr<shm_team_t> shm_team_t::open(
   team->cma_ = cma_all && base;
   team->cma_bytes_ = cma_bytes;
   team->cma_rooted_ = !(oks[static_cast<size_t>(team->members_[0])] & 4);
+  team->pairs_ = (oks[static_cast<size_t>(team->members_[0])] & 8) != 0;
   for (int m : team->members_)
     team->pids_.push_back(recs[static_cast<size_t>(m)].pid);
   return team;
@@ -656,6 +664,7 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req, bool drive)
       req.kind == shm_kind_t::reduce && rank_me_ == req.root && !o.split_ &&
       !o.inline_ && !o.cma_ &&
       (in == out ? rank_me_ == 0 : !overlaps(in, in_bytes, out, out_bytes));
+  set_pairs(o);
   // one chunk copies every input into the slots before it writes an
   // output; several would read inputs that earlier chunks' outputs
   // overwrote, unless the overlap is an in-place form the chunk order
@@ -743,9 +752,16 @@ void shm_team_t::write_phase(shm_op_t& op, char* mine)
       return;
     case shm_kind_t::reduce:
     case shm_kind_t::allreduce:
-      if (off < r.count)
-        util::copy_bytes(mine, in + off * r.item_size,
-                         std::min(op.chunk_, r.count - off) * r.item_size);
+      if (off >= r.count) return;
+      if (op.child_ >= 0) {
+        // this rank's input, then its child's, the pair's part of the
+        // result in rank order (the child published the round: advance)
+        r.op(in + off * r.item_size, data(op, op.child_, epoch_ + 1), mine,
+             std::min(op.chunk_, r.count - off));
+        return;
+      }
+      util::copy_bytes(mine, in + off * r.item_size,
+                       std::min(op.chunk_, r.count - off) * r.item_size);
       return;
     case shm_kind_t::reduce_scatter:
       if (off < r.count) {
@@ -811,9 +827,20 @@ void shm_team_t::read_phase(shm_op_t& op, uint64_t epoch)
       auto src = [&](int j) -> const char* {
         return own && j == rank_me_ ? own : data(op, j, epoch) + at;
       };
-      // in rank order, as every rank does: the same bytes everywhere
-      r.op(src(0), src(1), dst, len);
-      for (int j = 2; j < n; ++j) r.op(dst, src(j), dst, len);
+      // in rank order, as every rank does: the same bytes everywhere (a
+      // paired reduce's root skips the ranks whose input is in their
+      // pair's part, which holds both in order)
+      int j = 0;
+      while ((op.merged_ >> j) & 1) ++j;
+      const char* first = src(j);
+      bool wrote = false;
+      for (++j; j < n; ++j) {
+        if ((op.merged_ >> j) & 1) continue;
+        r.op(wrote ? dst : first, src(j), dst, len);
+        wrote = true;
+      }
+      if (!wrote && dst != first)
+        util::copy_bytes(dst, first, len * r.item_size);
       return;
     }
   }
@@ -1030,6 +1057,32 @@ void shm_team_t::set_needs(shm_op_t& op) const
     op.needs_ = others;
 }
 
+void shm_team_t::set_pairs(shm_op_t& op)
+{
+  const shm_request_t& r = op.req_;
+  op.child_ = -1;
+  op.merged_ = 0;
+  if (!pairs_ || hierarchical() || r.kind != shm_kind_t::reduce || op.inline_ ||
+      op.split_ || op.cma_ || rank_n_ < 3)
+    return;
+  // neighbours j, j + 1 that are both not the root pair up, from rank 0
+  // on: the same pairs on every rank, each rank in at most one
+  for (int j = 0; j + 1 < rank_n_;) {
+    if (j == r.root || j + 1 == r.root) {
+      ++j;
+      continue;
+    }
+    if (rank_me_ == j) {
+      op.child_ = j + 1;
+      op.needs_ = uint64_t(1) << (j + 1);
+    }
+    op.merged_ |= uint64_t(1) << (j + 1);
+    j += 2;
+  }
+  if (rank_me_ == r.root) op.needs_ &= ~op.merged_;
+  if (op.merged_) paired_runs_.fetch_add(1, std::memory_order_relaxed);
+}
+
 namespace
 {
 // Rank g described its round as d where this rank described it as me, or
@@ -1175,6 +1228,17 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
         need = std::min(epoch_, need + ring / 2 - 1);
       int w = wait_for(op, need, true, result);
       if (w <= 0) return w < 0;
+      // a paired reduce's first rank writes its input reduced with its
+      // child's, so it waits for the child first (and compares the two
+      // calls once it published, as every rank it needs)
+      if (op.child_ >= 0) {
+        const std::atomic<uint64_t>& seq = line(op.child_, e)->seq;
+        if (seq.load(std::memory_order_acquire) < e) {
+          op.wait_seq_.store(&seq, std::memory_order_relaxed);
+          op.wait_value_.store(e, std::memory_order_relaxed);
+          return missing(op, op.child_, e, result) < 0;
+        }
+      }
       desc_t d = describe(op.req_);
       if (op.fail_rank_ != -1) {
         // tell the ranks that wait for this one's data, and stop (the

@@ -159,6 +159,12 @@ class shm_op_t
   // its buffer's address and the readers copy from it by cross-memory
   // attach; in round 1 an owner waits until its readers are done with it
   bool cma_ = false;
+  // a reduce through the slots with its ranks paired (shm_team_t::pairs_):
+  // the rank whose input this one reduces into its own before it writes
+  // its part (-1: none), and the ranks whose input is in such a pair's
+  // part (bit j for rank j), which the root then does not read
+  int child_ = -1;
+  uint64_t merged_ = 0;
   // a reduce's root reads its own input from the caller's buffer and
   // writes no slot (nobody else reads it)
   bool own_direct_ = false;
@@ -260,6 +266,12 @@ class shm_team_t final : public team_base_t
   // over after it published (introspection for tests; the calling
   // thread's view)
   uint64_t small_runs() const { return small_runs_; }
+  // reduces this rank ran with its ranks paired (introspection for tests;
+  // the starting thread's view)
+  uint64_t paired_runs() const
+  {
+    return paired_runs_.load(std::memory_order_relaxed);
+  }
   // control lines per rank: the most small rounds a rank that needs nobody
   // runs ahead of the others, plus one (for tests)
   static uint64_t round_lines();
@@ -300,6 +312,8 @@ class shm_team_t final : public team_base_t
   bool own_block_early(const shm_op_t& op) const;
   // op's needs_ and all_ (from its request)
   void set_needs(shm_op_t& op) const;
+  // a paired reduce's child_ and merged_, and the needs_ they change
+  void set_pairs(shm_op_t& op);
   // the first chunk unit of op's current round
   size_t chunk_offset(const shm_op_t& op) const;
   // a split reduction's round (shm_op_t::split_)
@@ -356,6 +370,14 @@ class shm_team_t final : public team_base_t
   // root of a broadcast, the other ranks of a reduce) wait until the
   // readers read, each reader needing a time slice
   bool cma_rooted_ = true;
+  // a reduce through the slots pairs neighbouring ranks other than the
+  // root (its node has more ranks than cores): the first of each pair
+  // reduces the pair's inputs into its slot, beside the root's own
+  // reduction on the other core, and the root reduces one part per pair
+  // instead of two, so its share of the work, which nobody else can take
+  // over, shrinks
+  bool pairs_ = false;
+  std::atomic<uint64_t> paired_runs_{0};
   std::vector<int> pids_;  // this node's ranks' process ids
   // a single-copy reduce's pieces (only the thread that holds polling_)
   std::vector<char> scratch_;
