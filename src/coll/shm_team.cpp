@@ -645,6 +645,7 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req, bool drive)
       total <= o.chunk_ || !o.chunk_ ? 1 : (total + o.chunk_ - 1) / o.chunk_;
   o.nrounds_ = o.split_ ? 2 * nchunks : nchunks;
   o.cma_ = use_cma(req);
+  o.got_ = 0;
   if (o.cma_) {
     // the whole buffer in one round, then the round its owners wait in.
     // Other ranks read this rank's input while it writes its output: an
@@ -892,7 +893,6 @@ bool shm_team_t::read_cma(shm_op_t& op, uint64_t epoch, shm_result_t* result)
   if (op.round_ != 0) return true;
   const shm_request_t& r = op.req_;
   char* out = static_cast<char*>(r.out);
-  const char* in = static_cast<const char*>(r.in);
   auto where = [&](int j) {
     uint64_t a;
     std::memcpy(&a, line(j, epoch)->data, sizeof(a));
@@ -904,27 +904,74 @@ bool shm_team_t::read_cma(shm_op_t& op, uint64_t epoch, shm_result_t* result)
       if (rank_me_ == r.root) return true;
       return cma_read(op, r.root, out, where(r.root), r.size, result);
     case shm_kind_t::allgather:
-    case shm_kind_t::alltoall: {
-      const bool all = r.kind == shm_kind_t::allgather;
-      // the others' blocks first: the owners wait for them
-      for (int j = 0; j < rank_n_; ++j) {
-        if (j == rank_me_) continue;
-        const uint64_t at = where(j) + (all ? 0 : me * r.size);
-        if (!cma_read(op, j, out + static_cast<size_t>(j) * r.size, at, r.size,
-                      result))
+    case shm_kind_t::alltoall:
+      // the others' blocks first (those read_arrived left): the owners
+      // wait for them. Rank i starts at owner i + 1, so that two ranks
+      // that run at once mostly read different owners.
+      for (int k = 1; k < rank_n_; ++k) {
+        const int j = (rank_me_ + k) % rank_n_;
+        if (!((op.got_ >> j) & 1) && !read_block(op, j, epoch, result))
           return false;
       }
-      const char* mine = all ? in : in + me * r.size;
-      if (mine != out + me * r.size)
-        util::copy_large(out + me * r.size, mine, r.size);
+      if (!((op.got_ >> me) & 1)) read_block(op, rank_me_, epoch, result);
       return true;
-    }
     case shm_kind_t::reduce:
       if (rank_me_ != r.root) return true;
       return reduce_cma(op, epoch, result);
     default:
       return true;
   }
+}
+
+namespace
+{
+// the collectives whose single copy reads a block of every other rank
+inline bool gathers(const shm_request_t& r)
+{
+  return r.kind == shm_kind_t::allgather || r.kind == shm_kind_t::alltoall;
+}
+}  // namespace
+
+bool shm_team_t::read_block(shm_op_t& op, int j, uint64_t epoch,
+                            shm_result_t* result)
+{
+  const shm_request_t& r = op.req_;
+  const bool all = r.kind == shm_kind_t::allgather;
+  const size_t me = static_cast<size_t>(rank_me_);
+  char* dst = static_cast<char*>(r.out) + static_cast<size_t>(j) * r.size;
+  if (j == rank_me_) {
+    const char* mine = static_cast<const char*>(r.in) + (all ? 0 : me * r.size);
+    if (mine != dst) util::copy_large(dst, mine, r.size);
+  } else {
+    uint64_t at;
+    std::memcpy(&at, line(j, epoch)->data, sizeof(at));
+    if (!cma_read(op, j, dst, at + (all ? 0 : me * r.size), r.size, result))
+      return false;
+  }
+  op.got_ |= uint64_t(1) << j;
+  return true;
+}
+
+bool shm_team_t::read_arrived(shm_op_t& op, uint64_t epoch,
+                              shm_result_t* result)
+{
+  const desc_t& me = line(rank_me_, epoch)->desc;
+  bool missing = false;
+  for (int k = 1; k < rank_n_; ++k) {
+    const int j = (rank_me_ + k) % rank_n_;
+    if ((op.got_ >> j) & 1) continue;
+    const line_t* l = line(j, epoch);
+    if (l->seq.load(std::memory_order_acquire) < epoch) {
+      missing = true;
+      continue;
+    }
+    // a description that differs is advance's to report, after its wait
+    if (l->desc.failed != -1 || !(l->desc == me)) continue;
+    if (!read_block(op, j, epoch, result)) return false;
+  }
+  if (missing && !((op.got_ >> rank_me_) & 1))
+    return read_block(op, rank_me_, epoch, result);
+  return true;
 }
 
 // A single-copy reduce at its root: piece by piece (a few tens of KiB,
@@ -1272,6 +1319,14 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
       op.written_ = true;
       op.waiting_ = 0;
     }
+    // an allgather's or alltoall's single copy reads each owner's block
+    // once that owner arrived, and its own while it waits for the rest:
+    // with more ranks than cores the copies then fill the time until the
+    // last owner gets a core, where reading only once all arrived would
+    // leave this core to yields in between
+    if (op.cma_ && op.round_ == 0 && gathers(op.req_) &&
+        !read_arrived(op, e, result))
+      return true;
     // the ranks whose data (or arrival) this rank needs: broadcast's root
     // and reduce's other ranks need nobody, so they go on at once
     int w = wait_for(op, e, false, result);

@@ -159,6 +159,10 @@ class shm_op_t
   // its buffer's address and the readers copy from it by cross-memory
   // attach; in round 1 an owner waits until its readers are done with it
   bool cma_ = false;
+  // the owners whose blocks an allgather or alltoall has read in its single
+  // copy's round 0 so far (bit j for rank j; this rank's bit: its own block
+  // is in place)
+  uint64_t got_ = 0;
   // a reduce through the slots with its ranks paired (shm_team_t::pairs_):
   // the rank whose input this one reduces into its own before it writes
   // its part (-1: none), and the ranks whose input is in such a pair's
@@ -338,6 +342,12 @@ class shm_team_t final : public team_base_t
   // why it failed)
   bool use_cma(const shm_request_t& req) const;
   bool read_cma(shm_op_t& op, uint64_t epoch, shm_result_t* result);
+  // an allgather's or alltoall's single copy before every owner arrived:
+  // reads the blocks of the owners that published round epoch (false: it
+  // ended, *result says why)
+  bool read_arrived(shm_op_t& op, uint64_t epoch, shm_result_t* result);
+  // one owner's block of an allgather or alltoall, or this rank's own
+  bool read_block(shm_op_t& op, int j, uint64_t epoch, shm_result_t* result);
   bool reduce_cma(shm_op_t& op, uint64_t epoch, shm_result_t* result);
   bool cma_read(shm_op_t& op, int j, void* dst, uint64_t remote, size_t len,
                 shm_result_t* result);
