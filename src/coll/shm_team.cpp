@@ -1109,24 +1109,27 @@ void shm_team_t::set_pairs(shm_op_t& op)
   const shm_request_t& r = op.req_;
   op.child_ = -1;
   op.merged_ = 0;
-  if (!pairs_ || hierarchical() || r.kind != shm_kind_t::reduce || op.inline_ ||
-      op.split_ || op.cma_ || rank_n_ < 3)
+  const bool all = r.kind == shm_kind_t::allreduce;
+  if (!pairs_ || hierarchical() || (r.kind != shm_kind_t::reduce && !all) ||
+      op.inline_ || op.split_ || op.cma_ || rank_n_ < 3)
     return;
-  // neighbours j, j + 1 that are both not the root pair up, from rank 0
-  // on: the same pairs on every rank, each rank in at most one
+  // neighbours j, j + 1 that are both not a reduce's root pair up, from
+  // rank 0 on: the same pairs on every rank, each rank in at most one
+  const int root = all ? -1 : r.root;
   for (int j = 0; j + 1 < rank_n_;) {
-    if (j == r.root || j + 1 == r.root) {
+    if (j == root || j + 1 == root) {
       ++j;
       continue;
     }
+    // (an allreduce's ranks wait for every rank anyway)
     if (rank_me_ == j) {
       op.child_ = j + 1;
-      op.needs_ = uint64_t(1) << (j + 1);
+      if (!all) op.needs_ = uint64_t(1) << (j + 1);
     }
     op.merged_ |= uint64_t(1) << (j + 1);
     j += 2;
   }
-  if (rank_me_ == r.root) op.needs_ &= ~op.merged_;
+  if (rank_me_ == root) op.needs_ &= ~op.merged_;
   if (op.merged_) paired_runs_.fetch_add(1, std::memory_order_relaxed);
 }
 

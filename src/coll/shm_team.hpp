@@ -163,10 +163,11 @@ class shm_op_t
   // copy's round 0 so far (bit j for rank j; this rank's bit: its own block
   // is in place)
   uint64_t got_ = 0;
-  // a reduce through the slots with its ranks paired (shm_team_t::pairs_):
-  // the rank whose input this one reduces into its own before it writes
-  // its part (-1: none), and the ranks whose input is in such a pair's
-  // part (bit j for rank j), which the root then does not read
+  // a reduce or allreduce through the slots with its ranks paired
+  // (shm_team_t::pairs_): the rank whose input this one reduces into its
+  // own before it writes its part (-1: none), and the ranks whose input is
+  // in such a pair's part (bit j for rank j), which the readers (a
+  // reduce's root, an allreduce's every rank) then skip
   int child_ = -1;
   uint64_t merged_ = 0;
   // a reduce's root reads its own input from the caller's buffer and
@@ -270,8 +271,8 @@ class shm_team_t final : public team_base_t
   // over after it published (introspection for tests; the calling
   // thread's view)
   uint64_t small_runs() const { return small_runs_; }
-  // reduces this rank ran with its ranks paired (introspection for tests;
-  // the starting thread's view)
+  // reduces and allreduces this rank ran with its ranks paired
+  // (introspection for tests; the starting thread's view)
   uint64_t paired_runs() const
   {
     return paired_runs_.load(std::memory_order_relaxed);
@@ -380,12 +381,12 @@ class shm_team_t final : public team_base_t
   // root of a broadcast, the other ranks of a reduce) wait until the
   // readers read, each reader needing a time slice
   bool cma_rooted_ = true;
-  // a reduce through the slots pairs neighbouring ranks other than the
-  // root (its node has more ranks than cores): the first of each pair
-  // reduces the pair's inputs into its slot, beside the root's own
-  // reduction on the other core, and the root reduces one part per pair
-  // instead of two, so its share of the work, which nobody else can take
-  // over, shrinks
+  // a reduce or allreduce through the slots pairs neighbouring ranks
+  // other than a reduce's root (its node has more ranks than cores): the
+  // first of each pair reduces the pair's inputs into its slot, beside the
+  // root's own reduction on the other core, and the root (allreduce: every
+  // rank) reduces one part per pair instead of two, so the work that
+  // nobody else can take over shrinks
   bool pairs_ = false;
   std::atomic<uint64_t> paired_runs_{0};
   std::vector<int> pids_;  // this node's ranks' process ids

@@ -18,9 +18,9 @@
 //
 // --expect-cma: whether the node-local team must (yes) or must not (no) copy
 // broadcasts, allgathers and alltoalls once, by cross-memory attach (no
-// check without a flat team). --expect-pairs: whether reduces through the
-// team's slots must (yes) or must not (no) have paired the ranks (every
-// rank counts them; no check without a flat team).
+// check without a flat team). --expect-pairs: whether reduces or allreduces
+// through the team's slots must (yes) or must not (no) have paired the
+// ranks (every rank counts them; no check without a flat team).
 #include <atomic>
 #include <chrono>
 #include <cstdint>
