@@ -405,7 +405,14 @@ std::unique_ptr<shm_team_t> shm_team_t::open(
   bool rooted = !(cores > 0 && local_n > cores);
   if (const char* v = util::env_get("LCI_COLL_SHM_CMA_ROOTED"))
     rooted = util::parse_uint("LCI_COLL_SHM_CMA_ROOTED", v) != 0;
-  ok = static_cast<char>(ok | (cma_ok ? 2 : 0) | (rooted ? 0 : 4));
+  // bit 3: a reduce through the slots pairs its ranks (shm_op_t::child_),
+  // by default where the node has more ranks than cores (the leader's
+  // answer; LCI_COLL_SHM_PAIRS=0 or 1 decides it whatever the cores)
+  bool pairs = cores > 0 && local_n > cores;
+  if (const char* v = util::env_get("LCI_COLL_SHM_PAIRS"))
+    pairs = util::parse_uint("LCI_COLL_SHM_PAIRS", v) != 0;
+  ok = static_cast<char>(ok | (cma_ok ? 2 : 0) | (rooted ? 0 : 4) |
+                         (pairs ? 8 : 0));
   std::vector<char> oks(static_cast<size_t>(rank_n));
   try {
     boot.allgather(&ok, oks.data(), 1);
@@ -439,6 +446,7 @@ std::unique_ptr<shm_team_t> shm_team_t::open(
   team->cma_ = cma_all && base;
   team->cma_bytes_ = cma_bytes;
   team->cma_rooted_ = !(oks[static_cast<size_t>(team->members_[0])] & 4);
+  team->pairs_ = (oks[static_cast<size_t>(team->members_[0])] & 8) != 0;
   for (int m : team->members_)
     team->pids_.push_back(recs[static_cast<size_t>(m)].pid);
   return team;
@@ -646,6 +654,7 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req, bool drive)
       total <= o.chunk_ || !o.chunk_ ? 1 : (total + o.chunk_ - 1) / o.chunk_;
   o.nrounds_ = o.split_ ? 2 * nchunks : nchunks;
   o.cma_ = use_cma(req);
+  o.got_ = 0;
   if (o.cma_) {
     // the whole buffer in one round, then the round its owners wait in.
     // Other ranks read this rank's input while it writes its output: an
@@ -665,6 +674,7 @@ void shm_team_t::start(shm_op_t* op, const shm_request_t& req, bool drive)
       req.kind == shm_kind_t::reduce && rank_me_ == req.root && !o.split_ &&
       !o.inline_ && !o.cma_ &&
       (in == out ? rank_me_ == 0 : !overlaps(in, in_bytes, out, out_bytes));
+  set_pairs(o);
   // one chunk copies every input into the slots before it writes an
   // output; several would read inputs that earlier chunks' outputs
   // overwrote, unless the overlap is an in-place form the chunk order
@@ -762,9 +772,16 @@ void shm_team_t::write_phase(shm_op_t& op, char* mine)
       return;
     case shm_kind_t::reduce:
     case shm_kind_t::allreduce:
-      if (off < r.count)
-        util::copy_bytes(mine, in + off * r.item_size,
-                         std::min(op.chunk_, r.count - off) * r.item_size);
+      if (off >= r.count) return;
+      if (op.child_ >= 0) {
+        // this rank's input, then its child's, the pair's part of the
+        // result in rank order (the child published the round: advance)
+        r.op(in + off * r.item_size, data(op, op.child_, epoch_ + 1), mine,
+             std::min(op.chunk_, r.count - off));
+        return;
+      }
+      util::copy_bytes(mine, in + off * r.item_size,
+                       std::min(op.chunk_, r.count - off) * r.item_size);
       return;
     case shm_kind_t::reduce_scatter:
       if (off < r.count) {
@@ -834,9 +851,20 @@ void shm_team_t::read_phase(shm_op_t& op, uint64_t epoch)
       auto src = [&](int j) -> const char* {
         return own && j == rank_me_ ? own : data(op, j, epoch) + at;
       };
-      // in rank order, as every rank does: the same bytes everywhere
-      r.op(src(0), src(1), dst, len);
-      for (int j = 2; j < n; ++j) r.op(dst, src(j), dst, len);
+      // in rank order, as every rank does: the same bytes everywhere (a
+      // paired reduce's root skips the ranks whose input is in their
+      // pair's part, which holds both in order)
+      int j = 0;
+      while ((op.merged_ >> j) & 1) ++j;
+      const char* first = src(j);
+      bool wrote = false;
+      for (++j; j < n; ++j) {
+        if ((op.merged_ >> j) & 1) continue;
+        r.op(wrote ? dst : first, src(j), dst, len);
+        wrote = true;
+      }
+      if (!wrote && dst != first)
+        util::copy_bytes(dst, first, len * r.item_size);
       return;
     }
   }
@@ -888,7 +916,6 @@ bool shm_team_t::read_cma(shm_op_t& op, uint64_t epoch, shm_result_t* result)
   if (op.round_ != 0) return true;
   const shm_request_t& r = op.req_;
   char* out = static_cast<char*>(r.out);
-  const char* in = static_cast<const char*>(r.in);
   auto where = [&](int j) {
     uint64_t a;
     std::memcpy(&a, line(j, epoch)->data, sizeof(a));
@@ -900,27 +927,74 @@ bool shm_team_t::read_cma(shm_op_t& op, uint64_t epoch, shm_result_t* result)
       if (rank_me_ == r.root) return true;
       return cma_read(op, r.root, out, where(r.root), r.size, result);
     case shm_kind_t::allgather:
-    case shm_kind_t::alltoall: {
-      const bool all = r.kind == shm_kind_t::allgather;
-      // the others' blocks first: the owners wait for them
-      for (int j = 0; j < rank_n_; ++j) {
-        if (j == rank_me_) continue;
-        const uint64_t at = where(j) + (all ? 0 : me * r.size);
-        if (!cma_read(op, j, out + static_cast<size_t>(j) * r.size, at, r.size,
-                      result))
+    case shm_kind_t::alltoall:
+      // the others' blocks first (those read_arrived left): the owners
+      // wait for them. Rank i starts at owner i + 1, so that two ranks
+      // that run at once mostly read different owners.
+      for (int k = 1; k < rank_n_; ++k) {
+        const int j = (rank_me_ + k) % rank_n_;
+        if (!((op.got_ >> j) & 1) && !read_block(op, j, epoch, result))
           return false;
       }
-      const char* mine = all ? in : in + me * r.size;
-      if (mine != out + me * r.size)
-        util::copy_large(out + me * r.size, mine, r.size);
+      if (!((op.got_ >> me) & 1)) read_block(op, rank_me_, epoch, result);
       return true;
-    }
     case shm_kind_t::reduce:
       if (rank_me_ != r.root) return true;
       return reduce_cma(op, epoch, result);
     default:
       return true;
   }
+}
+
+namespace
+{
+// the collectives whose single copy reads a block of every other rank
+inline bool gathers(const shm_request_t& r)
+{
+  return r.kind == shm_kind_t::allgather || r.kind == shm_kind_t::alltoall;
+}
+}  // namespace
+
+bool shm_team_t::read_block(shm_op_t& op, int j, uint64_t epoch,
+                            shm_result_t* result)
+{
+  const shm_request_t& r = op.req_;
+  const bool all = r.kind == shm_kind_t::allgather;
+  const size_t me = static_cast<size_t>(rank_me_);
+  char* dst = static_cast<char*>(r.out) + static_cast<size_t>(j) * r.size;
+  if (j == rank_me_) {
+    const char* mine = static_cast<const char*>(r.in) + (all ? 0 : me * r.size);
+    if (mine != dst) util::copy_large(dst, mine, r.size);
+  } else {
+    uint64_t at;
+    std::memcpy(&at, line(j, epoch)->data, sizeof(at));
+    if (!cma_read(op, j, dst, at + (all ? 0 : me * r.size), r.size, result))
+      return false;
+  }
+  op.got_ |= uint64_t(1) << j;
+  return true;
+}
+
+bool shm_team_t::read_arrived(shm_op_t& op, uint64_t epoch,
+                              shm_result_t* result)
+{
+  const desc_t& me = line(rank_me_, epoch)->desc;
+  bool missing = false;
+  for (int k = 1; k < rank_n_; ++k) {
+    const int j = (rank_me_ + k) % rank_n_;
+    if ((op.got_ >> j) & 1) continue;
+    const line_t* l = line(j, epoch);
+    if (l->seq.load(std::memory_order_acquire) < epoch) {
+      missing = true;
+      continue;
+    }
+    // a description that differs is advance's to report, after its wait
+    if (l->desc.failed != -1 || !(l->desc == me)) continue;
+    if (!read_block(op, j, epoch, result)) return false;
+  }
+  if (missing && !((op.got_ >> rank_me_) & 1))
+    return read_block(op, rank_me_, epoch, result);
+  return true;
 }
 
 // A single-copy reduce at its root: piece by piece (a few tens of KiB,
@@ -1051,6 +1125,35 @@ void shm_team_t::set_needs(shm_op_t& op) const
     op.needs_ = rank_me_ == r.root ? others : 0;
   else
     op.needs_ = others;
+}
+
+void shm_team_t::set_pairs(shm_op_t& op)
+{
+  const shm_request_t& r = op.req_;
+  op.child_ = -1;
+  op.merged_ = 0;
+  const bool all = r.kind == shm_kind_t::allreduce;
+  if (!pairs_ || hierarchical() || (r.kind != shm_kind_t::reduce && !all) ||
+      op.inline_ || op.split_ || op.cma_ || rank_n_ < 3)
+    return;
+  // neighbours j, j + 1 that are both not a reduce's root pair up, from
+  // rank 0 on: the same pairs on every rank, each rank in at most one
+  const int root = all ? -1 : r.root;
+  for (int j = 0; j + 1 < rank_n_;) {
+    if (j == root || j + 1 == root) {
+      ++j;
+      continue;
+    }
+    // (an allreduce's ranks wait for every rank anyway)
+    if (rank_me_ == j) {
+      op.child_ = j + 1;
+      if (!all) op.needs_ = uint64_t(1) << (j + 1);
+    }
+    op.merged_ |= uint64_t(1) << (j + 1);
+    j += 2;
+  }
+  if (rank_me_ == root) op.needs_ &= ~op.merged_;
+  if (op.merged_) paired_runs_.fetch_add(1, std::memory_order_relaxed);
 }
 
 namespace
@@ -1198,6 +1301,17 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
         need = std::min(epoch_, need + ring / 2 - 1);
       int w = wait_for(op, need, true, result);
       if (w <= 0) return w < 0;
+      // a paired reduce's first rank writes its input reduced with its
+      // child's, so it waits for the child first (and compares the two
+      // calls once it published, as every rank it needs)
+      if (op.child_ >= 0) {
+        const std::atomic<uint64_t>& seq = line(op.child_, e)->seq;
+        if (seq.load(std::memory_order_acquire) < e) {
+          op.wait_seq_.store(&seq, std::memory_order_relaxed);
+          op.wait_value_.store(e, std::memory_order_relaxed);
+          return missing(op, op.child_, e, result) < 0;
+        }
+      }
       desc_t d = describe(op.req_);
       if (op.fail_rank_ != -1) {
         // tell the ranks that wait for this one's data, and stop (the
@@ -1239,6 +1353,14 @@ bool shm_team_t::advance(shm_op_t& op, shm_result_t* result)
       op.written_ = true;
       op.waiting_ = 0;
     }
+    // an allgather's or alltoall's single copy reads each owner's block
+    // once that owner arrived, and its own while it waits for the rest:
+    // with more ranks than cores the copies then fill the time until the
+    // last owner gets a core, where reading only once all arrived would
+    // leave this core to yields in between
+    if (op.cma_ && op.round_ == 0 && gathers(op.req_) &&
+        !read_arrived(op, e, result))
+      return true;
     // the ranks whose data (or arrival) this rank needs: broadcast's root
     // and reduce's other ranks need nobody, so they go on at once
     int w = wait_for(op, e, false, result);

@@ -164,6 +164,17 @@ class shm_op_t
   // its buffer's address and the readers copy from it by cross-memory
   // attach; in round 1 an owner waits until its readers are done with it
   bool cma_ = false;
+  // the owners whose blocks an allgather or alltoall has read in its single
+  // copy's round 0 so far (bit j for rank j; this rank's bit: its own block
+  // is in place)
+  uint64_t got_ = 0;
+  // a reduce or allreduce through the slots with its ranks paired
+  // (shm_team_t::pairs_): the rank whose input this one reduces into its
+  // own before it writes its part (-1: none), and the ranks whose input is
+  // in such a pair's part (bit j for rank j), which the readers (a
+  // reduce's root, an allreduce's every rank) then skip
+  int child_ = -1;
+  uint64_t merged_ = 0;
   // a reduce's root reads its own input from the caller's buffer and
   // writes no slot (nobody else reads it); a reduce_scatter's rank does so
   // for its own block, the only one of its input nobody else reads
@@ -257,10 +268,10 @@ class shm_team_t final : public team_base_t
   // another gives its core away at once, or the one it waits for may not
   // run until the waiter's time slice ends
   bool oversubscribed() const { return oversubscribed_; }
-  // hierarchical collectives this rank ran (introspection for tests)
   // collectives of at least this many bytes per reader and peer copy
   // once, by cross-memory attach (SIZE_MAX: never)
   size_t single_copy_bytes() const { return cma_ ? cma_bytes_ : SIZE_MAX; }
+  // hierarchical collectives this rank ran (introspection for tests)
   uint64_t hierarchical_runs() const
   {
     return hier_runs_.load(std::memory_order_relaxed);
@@ -271,6 +282,12 @@ class shm_team_t final : public team_base_t
   uint64_t small_runs() const { return small_runs_; }
   // those of them handed over to the general path (same view)
   uint64_t small_handovers() const { return small_handovers_; }
+  // reduces and allreduces this rank ran with its ranks paired
+  // (introspection for tests; the starting thread's view)
+  uint64_t paired_runs() const
+  {
+    return paired_runs_.load(std::memory_order_relaxed);
+  }
   // control lines per rank: the most small rounds a rank that needs nobody
   // runs ahead of the others, plus one (for tests)
   static uint64_t round_lines();
@@ -311,6 +328,8 @@ class shm_team_t final : public team_base_t
   bool own_block_early(const shm_op_t& op) const;
   // op's needs_ and all_ (from its request)
   void set_needs(shm_op_t& op) const;
+  // a paired reduce's child_ and merged_, and the needs_ they change
+  void set_pairs(shm_op_t& op);
   // the first chunk unit of op's current round
   size_t chunk_offset(const shm_op_t& op) const;
   // a split reduction's round (shm_op_t::split_)
@@ -339,6 +358,12 @@ class shm_team_t final : public team_base_t
   // why it failed)
   bool use_cma(const shm_request_t& req) const;
   bool read_cma(shm_op_t& op, uint64_t epoch, shm_result_t* result);
+  // an allgather's or alltoall's single copy before every owner arrived:
+  // reads the blocks of the owners that published round epoch (false: it
+  // ended, *result says why)
+  bool read_arrived(shm_op_t& op, uint64_t epoch, shm_result_t* result);
+  // one owner's block of an allgather or alltoall, or this rank's own
+  bool read_block(shm_op_t& op, int j, uint64_t epoch, shm_result_t* result);
   bool reduce_cma(shm_op_t& op, uint64_t epoch, shm_result_t* result);
   bool cma_read(shm_op_t& op, int j, void* dst, uint64_t remote, size_t len,
                 shm_result_t* result);
@@ -371,6 +396,14 @@ class shm_team_t final : public team_base_t
   // root of a broadcast, the other ranks of a reduce) wait until the
   // readers read, each reader needing a time slice
   bool cma_rooted_ = true;
+  // a reduce or allreduce through the slots pairs neighbouring ranks
+  // other than a reduce's root (its node has more ranks than cores): the
+  // first of each pair reduces the pair's inputs into its slot, beside the
+  // root's own reduction on the other core, and the root (allreduce: every
+  // rank) reduces one part per pair instead of two, so the work that
+  // nobody else can take over shrinks
+  bool pairs_ = false;
+  std::atomic<uint64_t> paired_runs_{0};
   std::vector<int> pids_;  // this node's ranks' process ids
   // a single-copy reduce's pieces (only the thread that holds polling_)
   std::vector<char> scratch_;

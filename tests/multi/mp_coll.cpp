@@ -16,10 +16,13 @@
 // Exit status 0 on success. Run with lcrun -n N (any N >= 1).
 //
 //   mp_coll [--big BYTES] [--threads N] [--iters N] [--expect-cma yes|no]
+//           [--expect-pairs yes|no]
 //
 // --expect-cma: whether the node-local team must (yes) or must not (no) copy
 // broadcasts, allgathers and alltoalls once, by cross-memory attach (no
-// check without a flat team).
+// check without a flat team). --expect-pairs: whether reduces or allreduces
+// through the team's slots must (yes) or must not (no) have paired the
+// ranks (every rank counts them; no check without a flat team).
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -667,7 +670,7 @@ int main(int argc, char** argv)
 {
   size_t big = 1 << 20;
   int nthreads = 4, iters = 30;
-  std::string expect_cma;
+  std::string expect_cma, expect_pairs;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--big")
@@ -678,6 +681,8 @@ int main(int argc, char** argv)
       iters = std::atoi(argv[i + 1]);
     else if (a == "--expect-cma")
       expect_cma = argv[i + 1];
+    else if (a == "--expect-pairs")
+      expect_pairs = argv[i + 1];
   }
   try {
     lci::g_runtime_init();
@@ -734,6 +739,13 @@ int main(int argc, char** argv)
     test_run_ahead(8);
     test_run_ahead(200);
     test_threads(nthreads, iters);
+    if (!expect_pairs.empty() && team && !team->hierarchical()) {
+      const bool paired = team->paired_runs() > 0;
+      CHECK(paired == (expect_pairs == "yes"),
+            "%llu reduces paired the ranks where --expect-pairs %s",
+            static_cast<unsigned long long>(team->paired_runs()),
+            expect_pairs.c_str());
+    }
     test_bad_input();
     lci::barrier();
     test_size_mismatch();

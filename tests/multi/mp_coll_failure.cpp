@@ -2,8 +2,10 @@
 // coll_failure.sh): every rank runs blocking collectives (--op allreduce:
 // allreduces of --count bytes (default 1) added modulo 256, each result
 // checked; --op barrier: barriers; --op allgather: allgathers of --count
-// bytes per rank; --op broadcast: broadcasts of --count bytes from rank
-// i % n in collective i), with --algorithm (allreduce: none,
+// bytes per rank; --op alltoall: alltoalls of --count bytes per block;
+// --op broadcast, --op reduce: broadcasts, reduces (added modulo 256) of
+// --count bytes to or from rank i % n in collective i, the root checking
+// the result), with --algorithm (allreduce: none,
 // direct, recursive_doubling, ring); the victim (the last rank) kills itself
 // with SIGKILL before collective number --kill-at, so the survivors are inside
 // it; or, with --kill-after-ms M, from a thread M ms after its first
@@ -67,8 +69,9 @@ int main(int argc, char** argv)
       count = static_cast<size_t>(std::atol(v.c_str()));
     } else if (a == "--kill-after-ms") {
       kill_after_ms = std::atol(v.c_str());
-    } else if (a == "--op" && (v == "allreduce" || v == "barrier" ||
-                               v == "allgather" || v == "broadcast")) {
+    } else if (a == "--op" &&
+               (v == "allreduce" || v == "barrier" || v == "allgather" ||
+                v == "broadcast" || v == "reduce" || v == "alltoall")) {
       op = v;
     } else if (a == "--algorithm") {
       const char* names[] = {"none", "direct", "recursive_doubling", "ring"};
@@ -124,6 +127,32 @@ int main(int argc, char** argv)
               static_cast<unsigned char>(long(k / count) + i + long(k % count));
           if (y[k] == due) continue;
           CHECK(false, "allgather %ld: byte %zu is %u where %u was due", i, k,
+                y[k], due);
+          break;
+        }
+      } else if (op == "alltoall") {
+        // block j of rank r: bytes r * 16 + j + i + k
+        for (size_t k = 0; k < count * static_cast<size_t>(n); ++k)
+          y[k] = static_cast<unsigned char>(me * 16 + long(k / count) + i +
+                                            long(k % count));
+        std::vector<unsigned char> got(y.size(), 0xee);
+        lci::alltoall(y.data(), got.data(), count);
+        for (size_t k = 0; k < got.size(); ++k) {
+          auto due = static_cast<unsigned char>(long(k / count) * 16 + me + i +
+                                                long(k % count));
+          if (got[k] == due) continue;
+          CHECK(false, "alltoall %ld: byte %zu is %u where %u was due", i, k,
+                got[k], due);
+          break;
+        }
+      } else if (op == "reduce") {
+        const int root = static_cast<int>(i % n);
+        std::fill(y.begin(), y.end(), 0xee);
+        lci::reduce(x.data(), y.data(), count, 1, &mp::add_bytes, root);
+        for (size_t k = 0; me == root && k < count; ++k) {
+          auto due = static_cast<unsigned char>(want + n * (i + k));
+          if (y[k] == due) continue;
+          CHECK(false, "reduce %ld: byte %zu is %u where %u was due", i, k,
                 y[k], due);
           break;
         }
