@@ -187,9 +187,13 @@ int main()
     rank = lci::get_rank_me();
     size_t inject = lci::get_g_runtime().get_attr_max_inject_size();
     size_t eager = lci::get_max_bcopy_size();
-    // up to the eager limit, and above it (rendezvous)
-    std::vector<size_t> sizes = {0,    1,     8,         inject, inject + 1,
-                                 1000, eager, eager + 1, 65536,  1 << 20};
+    // up to the eager limit, and above it (rendezvous); 240 and 241 on
+    // either side of the largest message native shm copies out of its ring
+    // at the poll (kCopyMax with the 16-byte header), above which it lends
+    // the message in place
+    std::vector<size_t> sizes = {0,          1,         8,     inject,
+                                 inject + 1, 240,       241,   1000,
+                                 eager,      eager + 1, 65536, 1 << 20};
 
     run_round(lci::get_default_device(), sizes, 1);
     lci::device_t dev = lci::alloc_device();

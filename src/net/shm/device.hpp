@@ -85,9 +85,14 @@ constexpr uint32_t kIdlePollsHeavy = 64 * kIdlePolls;
 
 // Messages (header and payload) up to this size are copied into the
 // poller's scratch buffer and consumed at once while it has room; larger
-// ones are lent in place (poll_comp): below it the copy costs less than
-// the loan (the batch frame, the release call, the lock held meanwhile).
-constexpr size_t kCopyMax = 1024;
+// ones are lent in place (poll_comp). Below it the copy costs fewer
+// instructions than the loan (the batch frame, the release call, the lock
+// held meanwhile). Above it the copy loses although it saves instructions:
+// the message's lines are read across cores into the scratch, and the
+// core's copy out to the user's buffer reads what those stores write, so
+// it waits for them: both copies lie on the message's path, while a lent
+// message's one copy from the ring is the only one.
+constexpr size_t kCopyMax = 256;
 
 // The largest message (header and payload) the core sends eagerly to a
 // peer here (route_caps_t::max_eager): up to it one copy into the ring and

@@ -139,6 +139,12 @@ inline void store_seq_cst(uint64_t* p, uint64_t v)
 // PREFETCHW exists on AMD64 since its first processors and on Intel since
 // Broadwell (CPUID 0x80000001 ECX bit 8); elsewhere a read prefetch.
 constexpr uint64_t kPrefetchAhead = 24;
+// ring_producer_t::own_next runs after a message of more than kOwnMin
+// slots (four lines; for a shorter message the few ownership requests it
+// moves off the path do not pay for its setup) and takes at most kOwnAhead
+// slots ahead (8 KiB, 128 lines) for a next message of the same size.
+constexpr uint64_t kOwnMin = 8;
+constexpr uint64_t kOwnAhead = 256;
 inline bool cpu_has_prefetchw()
 {
 #if defined(__x86_64__)
@@ -227,7 +233,53 @@ class ring_producer_t
     publish(s, word);
     prefetch_for_write(&slots_[(tail_ + kPrefetchAhead) & (nslots_ - 1)],
                        prefetchw_);
+    if (k > kOwnMin) own_next(k);
     return true;
+  }
+
+  // After a push of k slots: the lines a next message of k slots would
+  // take, from the line after the one holding the new tail (the consumer
+  // polls that one for the next header, so taking it would only bounce
+  // it) to the slot that message would poison, at most kOwnAhead slots,
+  // and only within the free room. A message of many lines otherwise
+  // waits, before its header can be seen, for each of its lines to be
+  // taken back from the consumer that read it on the ring's last lap; so
+  // the next message (a ping-pong's reply comes between the two) finds
+  // them owned, as a stream of one-slot messages does with the prefetch
+  // kPrefetchAhead slots ahead.
+  void own_next(uint64_t k)
+  {
+    if (k > kOwnAhead) k = kOwnAhead;
+    if (tail_ + k + 1 - cached_head_ > nslots_) return;
+    const uint64_t mask = nslots_ - 1;
+    const uint64_t i = ((tail_ | 1) + 1) & mask;  // even: a line's start
+    const uint64_t j = (tail_ + k) & mask;
+    if (i <= j) {
+      own(&slots_[i], &slots_[j] + 1);
+    } else {
+      own(&slots_[i], slots_ + nslots_);
+      own(slots_, &slots_[j] + 1);
+    }
+  }
+  void own(const slot_t* p, const slot_t* e) const
+  {
+    if (__builtin_expect(prefetchw_, 1))
+      own_lines<true>(p, e);
+    else
+      own_lines<false>(p, e);
+  }
+  // the lines from p (a line's start) to e, four to a step: the loop's
+  // instructions are most of what own_next adds to a send
+  template <bool W>
+  static void own_lines(const slot_t* p, const slot_t* e)
+  {
+    for (; e - p >= 8; p += 8) {
+      prefetch_for_write(p, W);
+      prefetch_for_write(p + 2, W);
+      prefetch_for_write(p + 4, W);
+      prefetch_for_write(p + 6, W);
+    }
+    for (; p < e; p += 2) prefetch_for_write(p, W);
   }
 
   // Whether a one-slot message fits on the cached head (push_one's
