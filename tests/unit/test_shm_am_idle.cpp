@@ -1,14 +1,21 @@
-// What an idle poll skips, on a one-rank runtime over the native shm
-// backend (the process's own ring): the quiet polls of the shm device
-// (net/shm/device.hpp): an idle poll of a device whose one hot ring is
-// empty does not take the consumer lock, and is still counted toward the
-// ring's cool-down, after which the doorbell brings the next message in.
+// What an idle poll prepares and what it skips, on a one-rank runtime over
+// the native shm backend (the process's own ring):
+// - the spare active-message buffer (core/progress.cpp): after a small
+//   active message took the thread's spare, a progress call that finds
+//   nothing to do makes a new one, and the next active message of up to
+//   kAmSpareBytes arrives in it (freed with std::free, as any other); a
+//   larger one does not take it;
+// - the quiet polls of the shm device (net/shm/device.hpp): an idle poll
+//   of a device whose one hot ring is empty does not take the consumer
+//   lock, and is still counted toward the ring's cool-down, after which
+//   the doorbell brings the next message in.
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "core/introspect.hpp"
+#include "core/progress.hpp"
 #include "lci_test_common.hpp"
 
 namespace
@@ -59,6 +66,37 @@ class ShmAmIdleTest : public ::testing::Test
   lci::comp_t cq_;
   lci::rcomp_t rc_;
 };
+
+TEST_F(ShmAmIdleTest, IdlePollMakesTheSpareTheNextSmallMessageTakes)
+{
+  // a thread that has delivered no small active message has no spare
+  for (int i = 0; i < 16; ++i) lci::progress();
+  EXPECT_EQ(lci::am_spare_of_this_thread(), nullptr);
+  std::free(am_to_self(8, 1).buffer);
+  // the delivery wanted one: the next idle poll makes it
+  ASSERT_TRUE(lci_test::progress_until(
+      [] { return lci::am_spare_of_this_thread() != nullptr; }));
+  const void* spare = lci::am_spare_of_this_thread();
+  lci::status_t r = am_to_self(8, 2);
+  EXPECT_EQ(r.buffer, spare);
+  EXPECT_EQ(lci::am_spare_of_this_thread(), nullptr);
+  std::free(r.buffer);
+  // the largest size it serves
+  ASSERT_TRUE(lci_test::progress_until(
+      [] { return lci::am_spare_of_this_thread() != nullptr; }));
+  spare = lci::am_spare_of_this_thread();
+  r = am_to_self(lci::kAmSpareBytes, 3);
+  EXPECT_EQ(r.buffer, spare);
+  std::free(r.buffer);
+  // a larger message comes in a buffer of its own and leaves the spare
+  ASSERT_TRUE(lci_test::progress_until(
+      [] { return lci::am_spare_of_this_thread() != nullptr; }));
+  spare = lci::am_spare_of_this_thread();
+  r = am_to_self(lci::kAmSpareBytes + 1, 4);
+  EXPECT_NE(r.buffer, spare);
+  EXPECT_EQ(lci::am_spare_of_this_thread(), spare);
+  std::free(r.buffer);
+}
 
 TEST_F(ShmAmIdleTest, QuietPollsCountTowardTheRingsCoolDown)
 {
