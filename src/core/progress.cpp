@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -114,6 +115,61 @@ inline void signal_am(comp_impl_t* comp, const status_t& s)
   comp->signal(s);
 }
 
+// The spare buffer of this thread for its next small active message with
+// the default allocator: the delivery lies between a message's arrival
+// and what its receiver does next (a ping-pong's reply), so it takes a
+// buffer malloc'd before, while this thread's progress found nothing to
+// do (progress_device), instead of calling malloc there. The receiver
+// frees it with std::free like any active message's buffer. Its value:
+// 0 while this thread has delivered no small active message (no spare is
+// made for a thread that never needs one), kSpareWanted when the last one
+// took the spare (or found none), else the spare's address.
+// initial-exec: a fixed offset from the thread pointer (see
+// resource/packet_pool.cpp)
+constexpr uintptr_t kSpareWanted = 1;
+#if defined(__GNUC__) && !defined(__APPLE__)
+thread_local uintptr_t g_am_spare __attribute__((tls_model("initial-exec"))) =
+    0;
+#else
+thread_local uintptr_t g_am_spare = 0;
+#endif
+
+// Frees the thread's spare when the thread exits (registered by the first
+// refill, so the delivery and the idle poll test a plain word; a spare
+// made by a progress call from a thread-exit destructor that runs after
+// this one is not freed).
+struct am_spare_owner_t {
+  ~am_spare_owner_t()
+  {
+    if (g_am_spare > kSpareWanted)
+      std::free(reinterpret_cast<void*>(g_am_spare));
+    g_am_spare = 0;
+  }
+};
+
+// A buffer of `size` bytes for an active message: the spare when it is
+// there and large enough, else malloc's.
+inline void* am_buffer(size_t size)
+{
+  if (__builtin_expect(size <= kAmSpareBytes, 1)) {
+    const uintptr_t s = g_am_spare;
+    g_am_spare = kSpareWanted;
+    if (__builtin_expect(s > kSpareWanted, 1))
+      return reinterpret_cast<void*>(s);
+  }
+  return std::malloc(size);
+}
+
+// progress_device found nothing to do and the last small active message
+// took the spare: a new one (left wanted if malloc fails: the next idle
+// poll tries again).
+[[gnu::noinline]] void refill_am_spare()
+{
+  static thread_local am_spare_owner_t owner;
+  if (void* p = std::malloc(kAmSpareBytes))
+    g_am_spare = reinterpret_cast<uintptr_t>(p);
+}
+
 // An active message: copy it out (of the packet `pkt`, or of the scratch
 // buffer when pkt is null) and signal the target's registered completion
 // object. Always inline: it is the body of the in-place delivery of an
@@ -143,7 +199,7 @@ inline void signal_am(comp_impl_t* comp, const status_t& s)
   } else if (size > 0 && !is_counter(comp)) {
     // (a counter only counts: nobody would free a copy of the payload)
     allocator_base_t* a = rt->allocator.load(std::memory_order_acquire);
-    buf = a ? a->allocate(size) : std::malloc(size);
+    buf = a ? a->allocate(size) : am_buffer(size);
     if (!buf) {
       if (pkt) packet_pool_impl_t::put(pkt);
       util::throw_fatal("progress: cannot allocate ", size,
@@ -776,10 +832,17 @@ error_t progress_device(device_impl_t* dev)
       peer_failure_poll(dev->runtime, dev);
     return errorcode_t::done;
   }
+  if (__builtin_expect(g_am_spare == kSpareWanted, 0)) refill_am_spare();
   const uint32_t idle = ++counts.idle;
   if (__builtin_expect((idle & 7) == 0 || idle >= dev->yield_after, 0))
     peer_check_and_yield(dev, &counts.idle);
   return errorcode_t::retry;
+}
+
+const void* am_spare_of_this_thread()
+{
+  return g_am_spare > kSpareWanted ? reinterpret_cast<const void*>(g_am_spare)
+                                   : nullptr;
 }
 
 // (here, with progress_device: the call folds into this one)

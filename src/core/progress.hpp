@@ -42,8 +42,20 @@ void deliver_message(device_impl_t* dev, packet_t* pkt, size_t len);
 void deliver_in_place(device_impl_t* dev, const char* data, size_t len);
 
 // Poll the device once and react to what completed; keep the receives
-// pre-posted. done if anything happened, retry otherwise.
+// pre-posted. done if anything happened, retry otherwise. A call that finds
+// nothing to do also makes this thread's spare active-message buffer when
+// the last small active message it delivered took it (progress.cpp).
 error_t progress_device(device_impl_t* device);
+
+// Active messages of up to this many bytes delivered with the default
+// allocator go into the delivering thread's spare buffer, malloc'd ahead
+// of time, when it has one. (24: the usable size of the smallest block of
+// common mallocs, glibc's included, so that a spare holds no more memory
+// than a malloc of the message's own size would.)
+constexpr size_t kAmSpareBytes = 24;
+
+// This thread's spare buffer, or null when it has none (tests).
+const void* am_spare_of_this_thread();
 
 // Runs `wait` (a blocking call that does not poll the network, such as a
 // bootstrap barrier) on this thread while a helper thread progresses

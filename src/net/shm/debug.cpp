@@ -25,6 +25,16 @@ std::string shm_device_t::debug_state()
          std::to_string((pending_[w] & bit) != 0) + " idle " +
          std::to_string(idle_[r]) + "; ";
   }
+  if (locked) {
+    // the quiet polls since the last locked one (the hot ring's idle
+    // polls not counted in its idle count yet)
+    const uint32_t left = quiet_left_.load(std::memory_order_relaxed);
+    const bool armed = watch_.load(std::memory_order_relaxed) != nullptr;
+    s += std::string("quiet ") + (armed ? "armed" : "off") + " polls " +
+         std::to_string(armed && left < quiet_budget_ ? quiet_budget_ - left
+                                                      : 0) +
+         " ring " + std::to_string(watch_ring_) + "; ";
+  }
   if (locked) lock_.unlock();
   {
     util::spin_guard_t g(recv_lock_);

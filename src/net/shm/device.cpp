@@ -40,6 +40,7 @@ shm_device_t::shm_device_t(const config_t& cfg)
   for (int r = 0; r < cfg.rank_n; ++r)
     rx_[r] = ring_consumer_t(ring_of(seg_, r), nslots, ctrl_of(seg_, r));
   pending_.assign(lay_.nwords, 0);
+  bell0_ = bell_word(0);
   hot_.assign(lay_.nwords, 0);
   idle_.assign(static_cast<size_t>(cfg.rank_n), 0);
   lent_.reset(new int[static_cast<size_t>(cfg.rank_n)]);
@@ -197,6 +198,7 @@ void shm_device_t::try_unlink()
       static_cast<uint64_t>(cfg_.rank_n - 1)) {
     shm_unlink(name_.c_str());
     unlinked_ = true;
+    quiet_ok_ = lay_.nwords == 1;
     cfg_.keys->try_unlink();
   }
 }

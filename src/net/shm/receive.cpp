@@ -25,7 +25,29 @@ bool shm_device_t::pop_recv(posted_recv_t* rv)
 size_t shm_device_t::poll_comp(cqe_t* out, size_t max, char* scratch,
                                size_t scratch_size)
 {
+  if (quiet()) {
+    // A spinning wait of quiet polls has no locked instruction (a locked
+    // poll's try_lock orders its loads), so the core would speculate many
+    // polls ahead; the message's store would then invalidate loads of the
+    // slot already executed, and the core discard them all (a memory-order
+    // clear) before it sees the message. The pause keeps the polls in
+    // order.
+    util::cpu_relax();
+    return 0;
+  }
+  return poll_locked(out, max, scratch, scratch_size);
+}
+
+size_t shm_device_t::poll_locked(cqe_t* out, size_t max, char* scratch,
+                                 size_t scratch_size)
+{
   if (!lock_.try_lock()) return 0;
+  if (watch_ring_ >= 0) {
+    // the quiet polls since the last locked one found the ring empty
+    const uint32_t left = quiet_left_.load(std::memory_order_relaxed);
+    if (left < quiet_budget_) idle_[watch_ring_] += quiet_budget_ - left;
+    watch_ring_ = -1;
+  }
   scratch_ = scratch;
   scratch_left_ = scratch ? scratch_size : 0;
   size_t n = 0;
@@ -37,6 +59,7 @@ size_t shm_device_t::poll_comp(cqe_t* out, size_t max, char* scratch,
     n += drain(out + n, max - n);
   } catch (...) {
     // (a corrupt ring: what was lent so far is dropped with the error)
+    watch_.store(nullptr, std::memory_order_relaxed);
     publish_lent();
     lock_.unlock();
     throw;
@@ -45,10 +68,46 @@ size_t shm_device_t::poll_comp(cqe_t* out, size_t max, char* scratch,
     // the core reads the lent messages until its release: the lock stays
     // with this poll until then
     lent_at_.store(out, std::memory_order_relaxed);
+    watch_.store(nullptr, std::memory_order_relaxed);
     return n;
   }
+  // a poll that found something is followed by more work (the caller's
+  // reply, the next message): the next poll is a locked one, and arms
+  if (n == 0)
+    arm_quiet();
+  else
+    watch_.store(nullptr, std::memory_order_relaxed);
   lock_.unlock();
   return n;
+}
+
+void shm_device_t::arm_quiet()
+{
+  // (the local completions, delivery checks and fallback transfers are
+  // checked by every quiet poll)
+  const uint64_t hot = hot_[0];
+  if (!quiet_ok_ || pending_[0] || (hot & (hot - 1))) {
+    watch_.store(nullptr, std::memory_order_relaxed);
+    return;
+  }
+  const uint64_t* word = &kQuietWord;
+  uint32_t budget = idle_polls_;  // no ring to cool down
+  if (hot) {
+    const int r = __builtin_ctzll(hot);
+    // the empty polls left before the ring cools down; the last one is a
+    // locked poll, which cools it
+    if (idle_[r] + 1 >= idle_polls_) {
+      watch_.store(nullptr, std::memory_order_relaxed);
+      return;
+    }
+    budget = idle_polls_ - idle_[r] - 1;
+    word = rx_[r].head_word();
+    watch_ring_ = r;
+  }
+  quiet_budget_ = budget;
+  quiet_left_.store(budget, std::memory_order_relaxed);
+  watch_bits_.store(hot, std::memory_order_relaxed);
+  watch_.store(word, std::memory_order_release);
 }
 
 size_t shm_device_t::drain(cqe_t* out, size_t max)

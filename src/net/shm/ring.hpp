@@ -440,6 +440,14 @@ class ring_consumer_t
 
   uint64_t head() const { return head_; }
 
+  // The header word at the head: kPoison until a message (or a pad) is
+  // published there, so a load of it alone says whether peek() would find
+  // something (device.hpp's quiet poll reads it without the consumer lock).
+  const uint64_t* head_word() const
+  {
+    return &slots_[head_ & (nslots_ - 1)].word;
+  }
+
  private:
   void maybe_publish()
   {
