@@ -160,11 +160,8 @@ RUNS = {
             "Native shm RMA: small transfers"),
     "threads": (OFI_SHM, "3e1a5a5, 2026-11-24", "msgrate-threads.results.csv",
                 "Threads through loopback"),
-    "coll": (SHM, "a40b6ac, 2026-11-27", "coll_a40b6ac_2026-11-27.csv",
-             "The evening's branches merged, on a quiet machine"),
-    "coll_small": (SHM, "b75cd3c, 2026-11-27",
-                   "coll_small_b75cd3c_2026-11-27.csv",
-                   "The last three branches merged"),
+    "coll": (SHM, "846ab52, 2026-11-28", "coll_846ab52_2026-11-28.csv",
+                 "Everything merged on 2026-11-28"),
     "coll_shm": (SHM, "75830d4, 2026-11-27", "coll_shm_2026-11-27.csv",
                  "Collectives: large messages through the segment"),
     "hosts": (HOSTS, "d9307e0, 2026-11-27", "multihost_socket_2026-11-27.csv",
@@ -220,26 +217,31 @@ ROWS = [
     (run, measure, "us", True, digits,
      lambda f, coll=coll, size=size: collective(f, coll, size))
     for run, measure, coll, size, digits in (
-        ("coll_small", "barrier, 2 ranks", "barrier", 0, 3),
-        ("coll_small", "allreduce, 8 B, 2 ranks", "allreduce", 8, 3),
+        ("coll", "barrier, 2 ranks", "barrier", 0, 3),
+        ("coll", "allreduce, 8 B, 2 ranks", "allreduce", 8, 3),
         ("coll", "allreduce, 64 KiB, 2 ranks", "allreduce", 64 * KIB, 1),
-        ("coll_small", "broadcast, 8 B, 2 ranks", "broadcast", 8, 3),
-        ("coll_small", "broadcast, 4 KiB, 2 ranks", "broadcast", 4 * KIB, 3),
+        ("coll", "broadcast, 8 B, 2 ranks", "broadcast", 8, 3),
+        ("coll", "broadcast, 4 KiB, 2 ranks", "broadcast", 4 * KIB, 3),
         ("coll", "broadcast, 64 KiB, 2 ranks", "broadcast", 64 * KIB, 1),
-        ("coll_small", "allgather, 4 KiB, 2 ranks", "allgather", 4 * KIB, 3),
+        ("coll", "allgather, 4 KiB, 2 ranks", "allgather", 4 * KIB, 3),
         ("coll", "allgather, 64 KiB, 2 ranks", "allgather", 64 * KIB, 1),
         ("coll", "alltoall, 4 KiB, 2 ranks", "alltoall", 4 * KIB, 3),
         ("coll", "alltoall, 64 KiB, 2 ranks", "alltoall", 64 * KIB, 1),
-        ("coll", "alltoall, 1 MiB, 2 ranks", "alltoall", MIB, 1))
+        ("coll", "alltoall, 1 MiB, 2 ranks", "alltoall", MIB, 1),
+        ("coll", "reduce_scatter, 1 MiB, 2 ranks", "reduce_scatter", MIB,
+         1))
 ] + [
-    ("coll", measure, "us", True, 3,
+    ("coll", measure, "us", True, digits,
      lambda f, coll=coll, size=size: collective(f, coll, size, 4))
-    for measure, coll, size in (
-        ("barrier, 4 ranks on 2 cores", "barrier", 0),
-        ("allreduce, 8 B, 4 ranks on 2 cores", "allreduce", 8),
-        ("broadcast, 8 B, 4 ranks on 2 cores", "broadcast", 8),
-        ("reduce, 64 KiB, 4 ranks on 2 cores", "reduce", 64 * KIB),
-        ("alltoall, 64 KiB, 4 ranks on 2 cores", "alltoall", 64 * KIB))
+    for measure, coll, size, digits in (
+        ("barrier, 4 ranks on 2 cores", "barrier", 0, 3),
+        ("allreduce, 8 B, 4 ranks on 2 cores", "allreduce", 8, 3),
+        ("broadcast, 8 B, 4 ranks on 2 cores", "broadcast", 8, 3),
+        ("alltoall, 8 B, 4 ranks on 2 cores", "alltoall", 8, 3),
+        ("reduce, 64 KiB, 4 ranks on 2 cores", "reduce", 64 * KIB, 1),
+        ("reduce, 1 MiB, 4 ranks on 2 cores", "reduce", MIB, 1),
+        ("alltoall, 64 KiB, 4 ranks on 2 cores", "alltoall", 64 * KIB, 1),
+        ("alltoall, 1 MiB, 4 ranks on 2 cores", "alltoall", MIB, 1))
 ] + [
     ("coll_shm", "%s, %s ranks (loaded machine)" % (coll_label, ranks), "us",
      True, 1,
