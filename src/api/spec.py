@@ -111,13 +111,13 @@ RESOURCES = [
              "native shm backend: RMA copies once with cross-memory attach "
              "(process_vm_writev/readv) when the kernel permits it (probed "
              "per peer); false copies twice through the rings"),
-        attr("size_t", "shm_cma_threshold", 65536,
+        attr("size_t", "shm_cma_threshold", 16384,
              "native shm backend: the smallest RMA transfer (a put, a get, "
              "a rendezvous fragment) that uses cross-memory attach when "
              "shm_cma allows it; smaller ones copy twice through the rings "
              "(no system call; the target's progress does the second copy). "
-             "Below 64 KiB the rings win whether the two cores share a "
-             "cache or not; above, only when they do "
+             "From 16 KiB the single copy is faster in latency and "
+             "bandwidth; below, the rings' bandwidth is higher "
              "(docs/PERFORMANCE_LOG.md)"),
         attr("bool", "shm_membarrier", True,
              "native shm backend: senders write a message's stamp with a "
