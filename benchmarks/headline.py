@@ -160,7 +160,7 @@ RUNS = {
             "Native shm RMA: small transfers"),
     "threads": (OFI_SHM, "3e1a5a5, 2026-11-24", "msgrate-threads.results.csv",
                 "Threads through loopback"),
-    "coll": (SHM, "846ab52, 2026-11-28", "coll_846ab52_2026-11-28.csv",
+    "coll": (SHM, "648e5f5, 2026-11-28", "coll_648e5f5_2026-11-28.csv",
                  "Everything merged on 2026-11-28"),
     "coll_shm": (SHM, "75830d4, 2026-11-27", "coll_shm_2026-11-27.csv",
                  "Collectives: large messages through the segment"),
