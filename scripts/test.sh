@@ -30,6 +30,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 total_passed=0
 total_failed=0
 status=0
+failures=$(mktemp)
+trap 'rm -f "$failures"' EXIT
 
 # run_preset PRESET [CTEST ARGS...]: configure, build, test; adds ctest's
 # counts to the totals; remembers a failure in `status`.
@@ -58,6 +60,15 @@ run_preset() {
   local line
   line=$(grep -E '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' \
          "$log" | tail -1 || true)
+  # the output of each failed test (ctest prints it after the test's line,
+  # up to a blank line), kept for the end of the run, where a CI page that
+  # shows only the tail of a long log still shows why
+  awk -v preset="$preset" '
+    /\*\*\*(Failed|Timeout|Exception)|\(Failed\)|\(Timeout\)/ &&
+      /Test +#/ { grab = 1; n = 0; print "test.sh: [" preset "] " $0; next }
+    grab && /^$/ { grab = 0; next }
+    grab && n < 60 { print "test.sh: [" preset "]   " $0; n++ }
+  ' "$log" >> "$failures"
   rm -f "$log"
   if [ -n "$line" ]; then
     local failed all
@@ -123,5 +134,9 @@ else
   run_preset "$preset" "$@"
 fi
 
+if [ -s "$failures" ]; then
+  echo "test.sh: the failed tests and their output:"
+  cat "$failures"
+fi
 echo "test.sh: $total_passed passed, $total_failed failed"
 exit "$status"
