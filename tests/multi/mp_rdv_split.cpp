@@ -7,8 +7,10 @@
 // the parts the protocol gives it: the receiver reads exactly the tail past
 // the first page boundary at or after the middle of its buffer, the sender
 // writes the rest. Then active messages (the receiver's buffer is the
-// runtime's) and a sender that computes for a while between its post and
-// its next progress. Exit status 0 on success. Run with lcrun -n 2.
+// runtime's), a sender that computes for a while between its post and its
+// next progress, and a message too large for its receive buffer (both
+// sides fail, nothing is written, no context is left). Exit status 0 on
+// success. Run with lcrun -n 2.
 //
 //   --expect-split yes|no   whether the route splits (no: nothing is read
 //                           by the receiver nor counted by the sender)
@@ -213,6 +215,36 @@ int main(int argc, char** argv)
         if (base[i] != byte_of(busy_size, i)) bad = i;
       CHECK(bad == busy_size, "busy sender: byte %zu", bad);
     }
+    // a message larger than its receive buffer: the receiver refuses it
+    // before either side copies, and both report it
+    lci::barrier();
+    const size_t big = size_t(1) << 20, small = size_t(64) << 10;
+    std::memset(base, 0xee, big);
+    std::string why;
+    try {
+      lci::status_t s =
+          rank == 0 ? post([&] {
+            return lci::post_send(peer, base, big, 4242, sync);
+          })
+                    : post([&] {
+                        return lci::post_recv(peer, base, small, 4242, sync);
+                      });
+      CHECK(s.is_posted(), "the refused transfer's post: %s",
+            s.error.get_str());
+      // neither completes: the error comes out of progress
+      for (;;) lci::progress();
+    } catch (const lci::fatal_error& e) {
+      why = e.what();
+    }
+    CHECK(why.find(rank == 0 ? "was refused" : "does not fit") !=
+              std::string::npos,
+          "refused transfer: '%s'", why.c_str());
+    if (rank == 1)
+      for (size_t i = 0; i < big; ++i)
+        if (base[i] != 0xee) {
+          CHECK(false, "the refused message wrote byte %zu", i);
+          break;
+        }
     lci::barrier();
     const lci::introspect::counts_t c = lci::introspect::get_counts();
     CHECK(c.rdv_ctxs == 0, "%zu rendezvous contexts left", c.rdv_ctxs);
