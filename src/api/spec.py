@@ -238,8 +238,12 @@ RESOURCES = [
              "write, FIN message), writeimm (RTS, RTR, RDMA write with "
              "immediate data), get (RTS, RDMA read by the receiver, FIN "
              "message) or auto_select (writeimm when the backend delivers "
-             "immediate data, else write); the sender's choice rules; after "
-             "allocation the attribute reports the protocol in force",
+             "immediate data, else write; and where both ends copy each "
+             "other's memory directly, native shm with cross-memory attach, "
+             "split: the sender writes about half the message while the "
+             "receiver reads the rest); the sender's choice rules; after "
+             "allocation the attribute reports the protocol in force (on "
+             "the routes without split)",
              choices=["auto_select", "write", "writeimm", "get"]),
         attr("size_t", "max_msg_size", 0,
              "largest single RDMA transfer of a rendezvous, put or get; "

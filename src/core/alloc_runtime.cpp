@@ -133,7 +133,9 @@ void setup_runtime(runtime_impl_t* rt)
     rt->attr.ofi_provider_name = caps.ofi_provider;
   else if (rt->attr.ofi_provider_name == "auto")
     rt->attr.ofi_provider_name = "shm";
-  // rendezvous: auto = write with immediate data when the backend has it
+  // rendezvous: auto = write with immediate data when the backend has it,
+  // and split on the routes where it applies (the attribute then reports
+  // the protocol of the other routes)
   switch (rt->attr.rdv_protocol) {
     case attr_rdv_protocol_t::write:
       rt->rdv_protocol = static_cast<uint32_t>(rdv_protocol_t::write);
@@ -148,6 +150,8 @@ void setup_runtime(runtime_impl_t* rt)
       rt->rdv_protocol = static_cast<uint32_t>(caps.imm_data_size >= 4
                                                    ? rdv_protocol_t::writeimm
                                                    : rdv_protocol_t::write);
+      // (split writes its head with immediate data)
+      rt->rdv_split = caps.imm_data_size >= 4;
       break;
     default:
       util::throw_fatal("alloc_runtime: rdv_protocol ",

@@ -38,6 +38,8 @@ counts_t get_counts(runtime_t runtime, device_t device, packet_pool_t pool,
   c.user_mrs = rt->mrs.count();
   c.net_registrations = rt->net_context->count_registered();
   c.rdv_ctxs = rt->rdv_ctxs.count_live();
+  c.rdv_split_read = rt->rdv_split_read.load();
+  c.rdv_split_written = rt->rdv_split_written.load();
   return c;
 }
 

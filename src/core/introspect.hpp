@@ -28,6 +28,10 @@ struct counts_t {
   // packets progress took back from unexpected messages while the device's
   // pool was dry (release_held_packets), since the device was allocated
   uint64_t held_released = 0;
+  // bytes of split rendezvous (core/rendezvous.hpp) the runtime read as
+  // receiver (the tails) and wrote as sender (the heads)
+  uint64_t rdv_split_read = 0;
+  uint64_t rdv_split_written = 0;
 };
 
 // Empty handles select the runtime's (or the global runtime's) defaults.

@@ -74,7 +74,7 @@ const char* check_message(const void* data, size_t len, int rank_n,
     rts_t rts;
     std::memcpy(&rts, static_cast<const char*>(data) + sizeof(h), sizeof(rts));
     if (rts.protocol < static_cast<uint32_t>(rdv_protocol_t::write) ||
-        rts.protocol > static_cast<uint32_t>(rdv_protocol_t::get))
+        rts.protocol > static_cast<uint32_t>(rdv_protocol_t::split))
       return "rendezvous request with an unknown protocol";
     if (rts.frag_size == 0) return "rendezvous request with fragment size 0";
     if (rts.size > kMaxRdvSize)

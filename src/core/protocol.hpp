@@ -62,7 +62,16 @@ static_assert(sizeof(msg_header_t) == 16, "the wire header is 16 bytes");
 //             counts the fragments; no FIN)
 //   get       RTS (send buffer's key) -> RDMA reads by the receiver -> FIN
 //             to the sender
-enum class rdv_protocol_t : uint32_t { write = 1, writeimm = 2, get = 3 };
+//   split     RTS (send buffer's key) -> RTR (receive buffer's key, the
+//             head's size) -> the sender writes the head with immediate
+//             data while the receiver reads the tail -> FIN to the sender
+//             (its buffer is free) once the receiver's reads are done
+enum class rdv_protocol_t : uint32_t {
+  write = 1,
+  writeimm = 2,
+  get = 3,
+  split = 4
+};
 
 // Request to send: the sender's context, the message size, how it will be
 // cut into transfers, the protocol and (get) the send buffer's key.
@@ -72,14 +81,14 @@ struct rts_t {
   uint64_t frag_size;
   uint32_t protocol;  // rdv_protocol_t
   uint32_t reserved;
-  // get: the send buffer's registration (net::remote_t: rma_base, offset
-  // of the buffer in it, key)
+  // get and split: the send buffer's registration (net::remote_t:
+  // rma_base, offset of the buffer in it, key)
   uint64_t rbase;
   uint64_t rdisp;
   uint64_t rkey;
 };
 
-// Ready to receive: where the sender writes.
+// Ready to receive: where the sender writes, and how much.
 struct rtr_t {
   uint64_t send_ctx;
   uint32_t recv_ctx;
@@ -88,9 +97,13 @@ struct rtr_t {
   uint64_t rbase;
   uint64_t rdisp;
   uint64_t rkey;
+  // split: the bytes the sender writes from the start of the message (the
+  // receiver reads the rest); the whole message otherwise
+  uint64_t head;
 };
 
-// A context (of the receiver for write, of the sender for get) is complete;
+// A context (of the receiver for write, of the sender for get) is complete,
+// or (split) the receiver has finished reading the sender's buffer;
 // or, with `rejected`, the receiver refused the message and the sender's
 // context is over: its receive buffer holds only rejected - 1 bytes, or
 // (kRejectNoRcomp) the active message's remote completion is not registered.

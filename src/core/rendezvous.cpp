@@ -39,8 +39,12 @@ class rdv_ctx_t final : public transfer_op_t
   void* user_context;
   mr_use_t mr;
   // transfers (sender of write/writeimm, receiver of get) or immediate-data
-  // arrivals (receiver of writeimm) still to come
+  // arrivals (receiver of writeimm) still to come; split: the sender's
+  // writes, its RTR and the receiver's FIN, or the receiver's reads and the
+  // arrivals of the head
   std::atomic<size_t> remaining{0};
+  // split receiver: reads of the tail still to come (the last sends the FIN)
+  std::atomic<size_t> reads_left{0};
   std::atomic<const char*> error{nullptr};
   // failed by a peer failure (fail_rdv_peer): kept until free_runtime; an
   // active message's buffer is then ours to free
@@ -53,6 +57,9 @@ class rdv_ctx_t final : public transfer_op_t
     if (peer_failed && am) am_alloc->deallocate(buffer);
   }
   void transfer_done(const net::cqe_t& cqe) override;
+  // n of the steps counted by `remaining` are done; the last ends the
+  // transfer (a FIN where the protocol sends one at the end)
+  void steps_done(size_t n);
   // Takes the context out of the id table: true for exactly one of the
   // paths that end it (completion, refusal, peer failure), which then owns
   // it. A context failed by a peer failure is never claimed again.
@@ -78,6 +85,8 @@ const char* protocol_name(rdv_protocol_t p)
       return "write";
     case rdv_protocol_t::writeimm:
       return "writeimm";
+    case rdv_protocol_t::split:
+      return "split";
     default:
       return "get";
   }
@@ -103,6 +112,28 @@ msg_header_t control_header(runtime_impl_t* rt, msg_type_t type, tag_t tag)
   return hdr;
 }
 
+// The page size the split point of a split rendezvous is aligned to, in the
+// receive buffer: the two copiers never write the same page.
+constexpr uintptr_t kSplitPage = 4096;
+
+// Receiver of a split rendezvous of `size` bytes into `buffer` from `peer`:
+// the bytes of the head, which the sender writes (this side reads the
+// rest). About half, each part copied directly (net::link_t::direct_min:
+// neither waits for the other's progress, so a sender that does not
+// progress delays the receive by no more than its own copy of a half
+// would); the whole message when the route is not direct or a part would
+// be smaller than a direct copy.
+size_t split_head(device_impl_t* dev, int peer, const char* buffer, size_t size)
+{
+  const size_t direct = dev->net.direct_min(peer);
+  if (direct == 0) return size;
+  const uintptr_t b = reinterpret_cast<uintptr_t>(buffer);
+  const uintptr_t mid = (b + size / 2 + kSplitPage - 1) & ~(kSplitPage - 1);
+  const size_t head = static_cast<size_t>(mid - b);
+  if (head < direct || head >= size || size - head < direct) return size;
+  return head;
+}
+
 // Receiver: register or read, answer the sender. `buffer` receives
 // rts.size bytes; an active message's buffer comes from `am_alloc` (null
 // for a receive's buffer, the user's).
@@ -112,7 +143,7 @@ void start_recv(device_impl_t* dev, const msg_header_t& hdr, const rts_t& rts,
 {
   runtime_impl_t* rt = dev->runtime;
   if (rts.protocol < static_cast<uint32_t>(rdv_protocol_t::write) ||
-      rts.protocol > static_cast<uint32_t>(rdv_protocol_t::get) ||
+      rts.protocol > static_cast<uint32_t>(rdv_protocol_t::split) ||
       rts.frag_size == 0)
     util::throw_fatal("progress: a rendezvous request from rank ", hdr.rank,
                       " names unknown protocol ", rts.protocol);
@@ -132,9 +163,22 @@ void start_recv(device_impl_t* dev, const msg_header_t& hdr, const rts_t& rts,
   ctx->user_context = user_context;
   ctx->gated = gated;
   const bool get = ctx->protocol == rdv_protocol_t::get;
+  const bool split = ctx->protocol == rdv_protocol_t::split;
   ctx->mr.acquire(rt, user_mr, buffer, rts.size, !get, "progress");
 
   transfer_plan_t plan{};
+  // split: the sender writes the head, this side reads the rest
+  const size_t head = split ? split_head(dev, hdr.rank, buffer, rts.size) : 0;
+  if (split && head < rts.size) {
+    plan.kind = transfer_plan_t::kind_t::read;
+    plan.rank = hdr.rank;
+    plan.local = buffer + head;
+    plan.desc = ctx->mr.desc();
+    plan.remote = net::remote_t{rts.rbase, rts.rdisp + head, rts.rkey};
+    plan.size = rts.size - head;
+    plan.frag =
+        rts.frag_size < rt->max_rma_size ? rts.frag_size : rt->max_rma_size;
+  }
   if (get) {
     plan.kind = transfer_plan_t::kind_t::read;
     plan.rank = hdr.rank;
@@ -148,6 +192,12 @@ void start_recv(device_impl_t* dev, const msg_header_t& hdr, const rts_t& rts,
   } else if (ctx->protocol == rdv_protocol_t::writeimm) {
     ctx->remaining.store(
         rts.size / rts.frag_size + (rts.size % rts.frag_size != 0),
+        std::memory_order_relaxed);
+  } else if (split) {
+    const size_t nreads = head < rts.size ? plan.nfrags() : 0;
+    ctx->reads_left.store(nreads, std::memory_order_relaxed);
+    ctx->remaining.store(
+        head / rts.frag_size + (head % rts.frag_size != 0) + nreads,
         std::memory_order_relaxed);
   } else {
     ctx->remaining.store(1, std::memory_order_relaxed);  // the FIN
@@ -165,8 +215,15 @@ void start_recv(device_impl_t* dev, const msg_header_t& hdr, const rts_t& rts,
     rtr.rbase = r.base;
     rtr.rdisp = r.disp;
     rtr.rkey = r.rkey;
+    rtr.head = split ? head : rts.size;
     send_control(dev, hdr.rank, control_header(rt, msg_type_t::rtr, hdr.tag),
                  &rtr, sizeof(rtr));
+    // the tail while the sender writes the head; the context may be gone
+    // on return
+    if (split && head < rts.size) {
+      rt->rdv_split_read.fetch_add(rts.size - head, std::memory_order_relaxed);
+      post_fragments(dev, plan, 0, raw);
+    }
   }
 }
 
@@ -334,12 +391,28 @@ void rdv_ctx_t::transfer_done(const net::cqe_t& cqe)
     // fails this transfer too (claim() below then says so)
     network_error_is_peer_failure(rt, peer, cqe.error);
   }
-  if (remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  // receiver of split: the sender's buffer is no longer read, whether or
+  // not the reads succeeded (a failed read fails this side only); the
+  // context lives on until its last step below
+  if (protocol == rdv_protocol_t::split && !sender &&
+      reads_left.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
+      !peer_is_failed(rt, peer)) {
+    fin_t fin{peer_ctx, 0};
+    send_control(dev, peer, control_header(rt, msg_type_t::fin, tag), &fin,
+                 sizeof(fin));
+  }
+  steps_done(1);
+}
+
+void rdv_ctx_t::steps_done(size_t n)
+{
+  if (remaining.fetch_sub(n, std::memory_order_acq_rel) != n) return;
   if (!claim()) return;  // failed by a peer failure already
   if (const char* why = error.load(std::memory_order_relaxed)) fail(why);
   // sender of write: the data is visible, tell the receiver; receiver of
   // get: the data is here, tell the sender its buffer is free
-  if (protocol != rdv_protocol_t::writeimm) {
+  if ((protocol == rdv_protocol_t::write && sender) ||
+      (protocol == rdv_protocol_t::get && !sender)) {
     fin_t fin{peer_ctx, 0};
     send_control(dev, peer, control_header(rt, msg_type_t::fin, tag), &fin,
                  sizeof(fin));
@@ -359,6 +432,11 @@ status_t post_rdv(const post_args_t& a, comp_impl_t* comp)
   ctx->sender = true;
   ctx->am = false;
   ctx->protocol = static_cast<rdv_protocol_t>(rt->rdv_protocol);
+  // split where both ends copy directly and the receiver can cut the
+  // message into two direct copies
+  const size_t direct = a.dev->net.direct_min(a.rank);
+  if (rt->rdv_split && direct != 0 && a.size / 2 >= direct + kSplitPage)
+    ctx->protocol = rdv_protocol_t::split;
   ctx->rt = rt;
   ctx->dev = a.dev;
   ctx->peer = a.rank;
@@ -367,8 +445,13 @@ status_t post_rdv(const post_args_t& a, comp_impl_t* comp)
   ctx->size = a.size;
   ctx->comp = comp;
   ctx->user_context = a.user_context;
-  const bool get = ctx->protocol == rdv_protocol_t::get;
+  const bool get = ctx->protocol == rdv_protocol_t::get ||
+                   ctx->protocol == rdv_protocol_t::split;
   ctx->mr.acquire(rt, a.mr, a.buffer, a.size, get, "post_comm");
+  // split: the RTR's handling and the receiver's FIN (handle_rtr adds the
+  // writes before it counts itself done)
+  if (ctx->protocol == rdv_protocol_t::split)
+    ctx->remaining.store(2, std::memory_order_relaxed);
 
   rdv_ctx_t* raw = ctx.release();
   raw->id = rt->rdv_ctxs.add(raw);
@@ -376,7 +459,7 @@ status_t post_rdv(const post_args_t& a, comp_impl_t* comp)
   rts.send_ctx = raw->id;
   rts.size = a.size;
   rts.frag_size = rt->max_rma_size;
-  rts.protocol = rt->rdv_protocol;
+  rts.protocol = static_cast<uint32_t>(raw->protocol);
   if (get) {
     const net::remote_t r = raw->mr.remote();
     rts.rbase = r.base;
@@ -475,22 +558,36 @@ void handle_rtr(device_impl_t* dev, const msg_header_t& hdr,
   rtr_t rtr;
   std::memcpy(&rtr, payload, sizeof(rtr));
   rdv_ctx_t* ctx = lookup(dev->runtime, rtr.send_ctx, true, "RTR", hdr.rank);
+  const bool split = ctx->protocol == rdv_protocol_t::split;
+  if (split && (rtr.head == 0 || rtr.head > ctx->size))
+    util::throw_fatal("progress: a rendezvous RTR from rank ", hdr.rank,
+                      " asks for ", rtr.head, " bytes of a ", ctx->size,
+                      "-byte message");
   ctx->peer_ctx = rtr.recv_ctx;
   transfer_plan_t plan{};
-  plan.kind = ctx->protocol == rdv_protocol_t::writeimm
-                  ? transfer_plan_t::kind_t::writeimm
-                  : transfer_plan_t::kind_t::write;
+  plan.kind = ctx->protocol == rdv_protocol_t::write
+                  ? transfer_plan_t::kind_t::write
+                  : transfer_plan_t::kind_t::writeimm;
   plan.rank = ctx->peer;
   plan.local = ctx->buffer;
   plan.desc = ctx->mr.desc();
   plan.remote = net::remote_t{rtr.rbase, rtr.rdisp, rtr.rkey};
   plan.imm = rtr.recv_ctx;
-  plan.size = ctx->size;
+  plan.size = split ? rtr.head : ctx->size;
   plan.frag = ctx->rt->max_rma_size;
   // write: the FIN must not overtake the data
   plan.delivered = ctx->protocol == rdv_protocol_t::write;
-  ctx->remaining.store(plan.nfrags(), std::memory_order_relaxed);
+  if (!split) {
+    ctx->remaining.store(plan.nfrags(), std::memory_order_relaxed);
+    post_fragments(ctx->dev, plan, 0, ctx);
+    return;
+  }
+  // the RTR's own step keeps the context while the writes are posted
+  ctx->remaining.fetch_add(plan.nfrags(), std::memory_order_acq_rel);
+  ctx->rt->rdv_split_written.fetch_add(rtr.head, std::memory_order_relaxed);
   post_fragments(ctx->dev, plan, 0, ctx);
+  // a receiver that reads nothing sends no FIN
+  ctx->steps_done(rtr.head == ctx->size ? 2 : 1);
 }
 
 void handle_fin(device_impl_t* dev, const msg_header_t& hdr,
@@ -501,10 +598,11 @@ void handle_fin(device_impl_t* dev, const msg_header_t& hdr,
                       hdr.rank);
   fin_t fin;
   std::memcpy(&fin, payload, sizeof(fin));
-  // write: the receiver's context; get, or refused: the sender's
+  // write: the receiver's context; get, split, or refused: the sender's
   rdv_ctx_t* ctx = dev->runtime->rdv_ctxs.get(static_cast<uint32_t>(fin.ctx));
   const bool to_sender =
-      fin.rejected != 0 || (ctx && ctx->protocol == rdv_protocol_t::get);
+      fin.rejected != 0 || (ctx && (ctx->protocol == rdv_protocol_t::get ||
+                                    ctx->protocol == rdv_protocol_t::split));
   if (!ctx || ctx->id != fin.ctx || ctx->sender != to_sender)
     util::throw_fatal("progress: a rendezvous FIN from rank ", hdr.rank,
                       " names transfer ", fin.ctx,
@@ -525,6 +623,7 @@ void handle_fin(device_impl_t* dev, const msg_header_t& hdr,
                       " was refused: it does not fit the receiver's ",
                       fin.rejected - 1, "-byte buffer");
   }
+  if (ctx->protocol == rdv_protocol_t::split) return ctx->steps_done(1);
   ctx->finish();
 }
 
@@ -538,8 +637,7 @@ void handle_remote_write(device_impl_t* dev, uint64_t imm)
     if (!c || c->id != imm || c->sender) return;
   }
   rdv_ctx_t* ctx = lookup(rt, imm, false, "write", -1);
-  if (ctx->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1)
-    ctx->finish();
+  ctx->steps_done(1);
 }
 
 size_t fail_rdv_peer(runtime_impl_t* rt, int rank,

@@ -1,5 +1,5 @@
 // The rendezvous (zero-copy) protocol of sends and active messages above the
-// eager limit (paper 4.3 and 4.4, steps 8 and 10). Three variants, chosen by
+// eager limit (paper 4.3 and 4.4, steps 8 and 10). Four variants, chosen by
 // the sender (runtime attribute rdv_protocol) and named in its RTS:
 //
 //   write     sender: RTS ->                receiver: match, register the
@@ -11,6 +11,15 @@
 //             their size from the RTS) and completes at the last; no FIN.
 //   get       sender: register the buffer, RTS (key) -> receiver: match,
 //             RDMA reads -> FIN -> sender: complete.
+//   split     sender: register the buffer, RTS (key) -> receiver: match,
+//             register the buffer, RTR (key, the head's size), then read
+//             the tail -> FIN -> sender: complete once its own writes of
+//             the head (with immediate data, as writeimm) are done and the
+//             FIN is in. The receiver completes at its last read and the
+//             last write of the head, counted as writeimm does. Chosen by
+//             auto_select on routes where both ends copy directly
+//             (net::link_t::direct_min); the receiver picks the split point
+//             (page-aligned in its buffer), or the whole message as head.
 //
 // An RTS of a send goes through the matching engine like an eager message
 // (it may wait there, unexpected, until its receive is posted); the RTS of

@@ -134,6 +134,12 @@ struct route_caps_t {
   // packet for one), when larger than the packet-bound eager limit; at
   // most max_copy. 0: the packet bounds eager messages on this route.
   size_t max_eager = 0;
+  // Writes to and reads from the peer's registered memory of at least this
+  // many bytes are copied by the initiating process alone, finished within
+  // the post (native shm with cross-memory attach), so the two ends of a
+  // rendezvous can each copy a part of the message at once without waiting
+  // for the other's progress. 0: not so on this route.
+  size_t direct_min = 0;
 };
 
 // One backend endpoint of one LCI device. The core reaches it only through
@@ -270,11 +276,13 @@ class link_t
     dev_->connect(addrs);
     copy_limit_.assign(addrs.size(), 0);
     eager_limit_.assign(addrs.size(), 0);
+    direct_min_.assign(addrs.size(), 0);
     for (size_t r = 0; r < addrs.size(); ++r) {
       const route_caps_t c = dev_->route(static_cast<int>(r));
       copy_limit_[r] =
           c.copies ? c.max_copy : std::min(c.max_copy, inject_wire);
       eager_limit_[r] = c.copies ? std::min(c.max_eager, c.max_copy) : 0;
+      direct_min_[r] = c.direct_min;
     }
     needs_recvs_ = dev_->needs_recvs();
     loan_ = dev_->loan_marker();
@@ -291,6 +299,12 @@ class link_t
   size_t eager_limit(int rank) const
   {
     return eager_limit_[static_cast<size_t>(rank)];
+  }
+
+  // route_caps_t::direct_min of the route to `rank`
+  size_t direct_min(int rank) const
+  {
+    return direct_min_[static_cast<size_t>(rank)];
   }
 
   error_t send_copy(int rank, const void* head, size_t hlen, const void* tail,
@@ -350,6 +364,7 @@ class link_t
   std::unique_ptr<net_device_t> dev_;
   std::vector<size_t> copy_limit_;   // by peer rank
   std::vector<size_t> eager_limit_;  // by peer rank
+  std::vector<size_t> direct_min_;   // by peer rank
   bool needs_recvs_ = true;
   const std::atomic<const cqe_t*>* loan_ = nullptr;  // loan_marker()
 };

@@ -56,6 +56,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -161,10 +162,13 @@ class shm_device_t final : public net_device_t
   // Every message the core sends fits a ring slot run: it is copied there
   // as it would be from a packet, so a send never needs a packet; nor does
   // a receive (messages come in place), so eager messages may be larger
-  // than a packet.
-  route_caps_t route(int) override
+  // than a packet. Transfers by CMA are direct (route_caps_t::direct_min).
+  route_caps_t route(int rank) override
   {
-    return route_caps_t{max_payload_, true, kMaxEager};
+    const size_t direct = peers_[static_cast<size_t>(rank)].cma
+                              ? std::max<size_t>(cfg_.cma_min, 1)
+                              : 0;
+    return route_caps_t{max_payload_, true, kMaxEager, direct};
   }
 
   // the header and the payload straight into the ring: one copy (a core
