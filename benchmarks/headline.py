@@ -99,6 +99,28 @@ def results(name, bench, size, peers, lower, pairwise, scale=1.0, **match):
     return Figure(vals["lci"], {p: vals[p] for p in peers}, best, how)
 
 
+def sweep(name, measure, size, lib="new", peers=("mpich", "openmpi"),
+          scale=1.0):
+    """benchmarks/eager_limit_rotations.sh's file (every library once per
+    round): LCI against the better peer of each round, then the median of
+    the rounds (the log's method for these files); bandwidth in MB/s and
+    above 1 when LCI's is higher, latency in us and above 1 when it is
+    lower."""
+    by_round = defaultdict(dict)
+    for r in rows_of(name):
+        if r["measure"] == measure and int(r["size"]) == size:
+            by_round[r["round"]][r["library"]] = float(r["value"]) * scale
+    lower = measure == "latency"
+    rounds = [v for v in by_round.values()
+              if lib in v and all(p in v for p in peers)]
+    return Figure(statistics.median(v[lib] for v in rounds),
+                  {p: statistics.median(v[p] for v in rounds) for p in peers},
+                  statistics.median(
+                      min(better_ratio(v[lib], v[p], lower) for p in peers)
+                      for v in rounds),
+                  "r%d" % len(rounds))
+
+
 def collective(name, coll, size, ranks=2):
     """compare_coll.py's file: LCI's best algorithm against each MPI's
     median time (us per call) at `ranks` ranks; ratio of the medians."""
@@ -158,6 +180,8 @@ RUNS = {
     "rma": (SHM, "b6ce070, 2026-11-25",
             "native_shm_small_rma_bandwidth.results.csv",
             "Native shm RMA: small transfers"),
+    "split": (SHM, "f36bea1, 2026-11-28", "rdv_split_sweep_2026-11-28.csv",
+              "The split rendezvous on native shm"),
     "threads": (OFI_SHM, "3e1a5a5, 2026-11-24", "msgrate-threads.results.csv",
                 "Threads through loopback"),
     "coll": (SHM, "648e5f5, 2026-11-28", "coll_648e5f5_2026-11-28.csv",
@@ -206,8 +230,16 @@ ROWS = [
     ("rma", "bandwidth send/recv, %s, window 64" % label, "GB/s", False, 2,
      lambda f, size=size: results(f, "bandwidth", size, MPIS + ["fi"], False,
                                   True, scale=1e-3, op="sendrecv"))
-    for label, size in (("16 KiB", 16 * KIB), ("1 MiB", MIB),
+    for label, size in (("16 KiB", 16 * KIB),)
+] + [
+    ("split", "bandwidth send/recv, %s, window 64" % label, "GB/s", False, 2,
+     lambda f, size=size: sweep(f, "bandwidth", size, scale=1e-3))
+    for label, size in (("64 KiB", 64 * KIB), ("1 MiB", MIB),
                         ("16 MiB", 16 * MIB))
+] + [
+    ("split", "%s ping-pong, send/recv (rendezvous)" % label, "us", True, 2,
+     lambda f, size=size: sweep(f, "latency", size))
+    for label, size in (("64 KiB", 64 * KIB), ("1 MiB", MIB))
 ] + [
     ("threads", "8 B message rate, 1 rank x 2 threads, a device each",
      "M msgs/s", False, 2,
