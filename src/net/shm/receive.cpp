@@ -42,11 +42,10 @@ size_t shm_device_t::poll_locked(cqe_t* out, size_t max, char* scratch,
                                  size_t scratch_size)
 {
   if (!lock_.try_lock()) return 0;
-  const int watched = watch_ring_;
-  if (watched >= 0) {
+  if (watch_ring_ >= 0) {
     // the quiet polls since the last locked one found the ring empty
     const uint32_t left = quiet_left_.load(std::memory_order_relaxed);
-    if (left < quiet_budget_) idle_[watched] += quiet_budget_ - left;
+    if (left < quiet_budget_) idle_[watch_ring_] += quiet_budget_ - left;
     watch_ring_ = -1;
   }
   scratch_ = scratch;
@@ -57,24 +56,7 @@ size_t shm_device_t::poll_locked(cqe_t* out, size_t max, char* scratch,
     if (nnetwork_.load(std::memory_order_relaxed) > 0) check_network();
     if (jobs_.any()) jobs_.run();
     if (!unlinked_) try_unlink();
-    // No locked poll since the quiet polls were armed on the hot ring
-    // `watched` (each one resets watch_ring_), so the device is still in
-    // the state they were armed in: one doorbell word, that ring its only
-    // hot one, nothing pending. When the doorbell rang for no other ring
-    // and that ring has news, drain's walk would drain that ring alone:
-    // it is drained directly.
-    bool drained = false;
-    if (watched >= 0 && n < max &&
-        !(__atomic_load_n(bell0_, __ATOMIC_RELAXED) & ~hot_[0])) {
-      const drained_t d = drain_ring(watched, out, max, n);
-      drained = d.n > n || !d.empty;
-      if (drained) {
-        idle_[watched] = 0;
-        n = d.n;
-      }
-    }
-    // (else the walk, which counts an empty hot ring's idle poll)
-    if (!drained) n += drain(out + n, max - n);
+    n += drain(out + n, max - n);
   } catch (...) {
     // (a corrupt ring: what was lent so far is dropped with the error)
     watch_.store(nullptr, std::memory_order_relaxed);
