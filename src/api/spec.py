@@ -241,7 +241,8 @@ RESOURCES = [
              "immediate data, else write; and where both ends copy each "
              "other's memory directly, native shm with cross-memory attach, "
              "split: the sender writes about half the message while the "
-             "receiver reads the rest); the sender's choice rules; after "
+             "receiver reads the rest, or get for a message too small to "
+             "split); the sender's choice rules; after "
              "allocation the attribute reports the protocol in force (on "
              "the routes without split)",
              choices=["auto_select", "write", "writeimm", "get"]),

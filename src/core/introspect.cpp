@@ -40,6 +40,7 @@ counts_t get_counts(runtime_t runtime, device_t device, packet_pool_t pool,
   c.rdv_ctxs = rt->rdv_ctxs.count_live();
   c.rdv_split_read = rt->rdv_split_read.load();
   c.rdv_split_written = rt->rdv_split_written.load();
+  c.rdv_get_read = rt->rdv_get_read.load();
   return c;
 }
 

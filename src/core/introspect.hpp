@@ -32,6 +32,8 @@ struct counts_t {
   // receiver (the tails) and wrote as sender (the heads)
   uint64_t rdv_split_read = 0;
   uint64_t rdv_split_written = 0;
+  // bytes of get rendezvous the runtime read as receiver
+  uint64_t rdv_get_read = 0;
 };
 
 // Empty handles select the runtime's (or the global runtime's) defaults.

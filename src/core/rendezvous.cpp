@@ -206,6 +206,7 @@ void start_recv(device_impl_t* dev, const msg_header_t& hdr, const rts_t& rts,
   raw->id = rt->rdv_ctxs.add(raw);
   dev->nops_pending.fetch_add(1, std::memory_order_relaxed);
   if (get) {
+    rt->rdv_get_read.fetch_add(rts.size, std::memory_order_relaxed);
     post_fragments(dev, plan, 0, raw);
   } else {
     rtr_t rtr{};
@@ -432,11 +433,14 @@ status_t post_rdv(const post_args_t& a, comp_impl_t* comp)
   ctx->sender = true;
   ctx->am = false;
   ctx->protocol = static_cast<rdv_protocol_t>(rt->rdv_protocol);
-  // split where both ends copy directly and the receiver can cut the
-  // message into two direct copies
+  // where both ends copy directly: split when the receiver can cut the
+  // message into two direct copies; below that, a direct copy by the
+  // receiver alone (get), which starts at the RTS where the sender's copy
+  // waits for the RTR, and needs no progress of the sender to finish
   const size_t direct = a.dev->net.direct_min(a.rank);
-  if (rt->rdv_split && direct != 0 && a.size / 2 >= direct + kSplitPage)
-    ctx->protocol = rdv_protocol_t::split;
+  if (rt->rdv_split && direct != 0 && a.size >= direct)
+    ctx->protocol = a.size / 2 >= direct + kSplitPage ? rdv_protocol_t::split
+                                                      : rdv_protocol_t::get;
   ctx->rt = rt;
   ctx->dev = a.dev;
   ctx->peer = a.rank;

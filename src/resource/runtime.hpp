@@ -78,12 +78,14 @@ class runtime_impl_t
   // largest single RDMA transfer (attr.max_msg_size resolved)
   uint32_t rdv_protocol = 0;  // rdv_protocol_t
   // auto_select: a rendezvous on a route where both ends copy directly
-  // (net::link_t::direct_min) uses split instead of rdv_protocol
+  // (net::link_t::direct_min) uses split, or get when too small to split,
+  // instead of rdv_protocol
   bool rdv_split = false;
   // bytes of split rendezvous this process read as receiver and wrote as
-  // sender (introspect::counts_t)
+  // sender, and of get rendezvous it read as receiver (introspect::counts_t)
   std::atomic<uint64_t> rdv_split_read{0};
   std::atomic<uint64_t> rdv_split_written{0};
+  std::atomic<uint64_t> rdv_get_read{0};
   size_t max_rma_size = 0;
 
   // regions registered by the user (register_memory)

@@ -1,19 +1,22 @@
 // Multi-process check of the split rendezvous (core/rendezvous.hpp): on
 // native shm with cross-memory attach the receiver reads the tail of a
-// large message while the sender writes the head. Rank 0 sends, rank 1
-// receives, at sizes around the eager limit, the smallest size that splits,
-// page boundaries and 16 MiB, into buffers at odd offsets; every byte is
-// checked, and the bytes each side copied (introspect::counts_t) must be
-// the parts the protocol gives it: the receiver reads exactly the tail past
-// the first page boundary at or after the middle of its buffer, the sender
-// writes the rest. Then active messages (the receiver's buffer is the
+// large message while the sender writes the head, and reads the whole of a
+// message too small to split (get). Rank 0 sends, rank 1 receives, at sizes
+// around the eager limit, between it and the smallest size that splits,
+// that size, page boundaries and 16 MiB, into buffers at odd offsets; every
+// byte is checked, and the bytes each side copied (introspect::counts_t)
+// must be the parts the protocol gives it: the receiver reads exactly the
+// tail past the first page boundary at or after the middle of its buffer,
+// the sender writes the rest; below the split, the receiver reads it all.
+// Then active messages (the receiver's buffer is the
 // runtime's), a sender that computes for a while between its post and its
 // next progress, and a message too large for its receive buffer (both
 // sides fail, nothing is written, no context is left). Exit status 0 on
 // success. Run with lcrun -n 2.
 //
 //   --expect-split yes|no   whether the route splits (no: nothing is read
-//                           by the receiver nor counted by the sender)
+//                           by the receiver nor counted by the sender, by
+//                           split or by get)
 #include <unistd.h>
 
 #include <chrono>
@@ -52,6 +55,13 @@ size_t expected_tail(size_t size, const unsigned char* buf, size_t direct)
   return size - head;
 }
 
+// The bytes the receiver of a `size`-byte rendezvous reads by get: all of
+// a message that is a direct copy but too small to split.
+size_t expected_get(size_t size, size_t direct)
+{
+  return size >= direct && size / 2 < direct + kPage ? size : 0;
+}
+
 // Posts until not retry (progress in between).
 template <typename Op>
 lci::status_t post(const Op& op)
@@ -74,6 +84,7 @@ uint64_t split_written()
 {
   return lci::introspect::get_counts().rdv_split_written;
 }
+uint64_t get_read() { return lci::introspect::get_counts().rdv_get_read; }
 
 }  // namespace
 
@@ -91,10 +102,15 @@ int main(int argc, char** argv)
     const int peer = 1 - rank;
     const size_t eager = lci::get_max_bcopy_size();
     const size_t direct = lci::get_g_runtime().get_attr_shm_cma_threshold();
-    // the smallest size the sender splits, and around it; page sizes and
+    // the smallest size the sender splits, and around it; sizes between
+    // the eager limit and it (read whole by the receiver); page sizes and
     // one either side; odd sizes; 16 MiB
     const size_t smin = 2 * (direct + kPage);
     const std::vector<size_t> sizes = {eager + 1,
+                                       20480,
+                                       24576 + 3,
+                                       32768,
+                                       smin - kPage - 1,
                                        smin - 1,
                                        smin,
                                        smin + 1,
@@ -110,8 +126,9 @@ int main(int argc, char** argv)
     unsigned char* base = reinterpret_cast<unsigned char*>(
         (reinterpret_cast<uintptr_t>(mem.data()) + kPage - 1) & ~(kPage - 1));
     lci::comp_t sync = lci::alloc_sync();
-    uint64_t want_tail = 0, split_total = 0;
+    uint64_t want_tail = 0, split_total = 0, want_get = 0;
     const uint64_t read0 = split_read(), written0 = split_written();
+    const uint64_t get0 = get_read();
     lci::tag_t tag = 0;
     for (size_t size : sizes)
       for (size_t k = 0; k < offsets.size(); ++k, ++tag) {
@@ -122,6 +139,7 @@ int main(int argc, char** argv)
         if (rank == 1) {
           std::memset(buf, 0, size);
           want_tail += expected_tail(size, buf, direct);
+          want_get += expected_get(size, direct);
           lci::status_t s = wait(
               sync,
               post([&] { return lci::post_recv(peer, buf, size, tag, sync); }));
@@ -150,6 +168,12 @@ int main(int argc, char** argv)
             static_cast<unsigned long long>(read),
             static_cast<unsigned long long>(expect_split ? want_tail : 0));
       CHECK(!expect_split || read > 0, "the receiver read nothing");
+      const uint64_t got = get_read() - get0;
+      CHECK(got == (expect_split ? want_get : 0),
+            "the receiver read %llu bytes by get, expected %llu",
+            static_cast<unsigned long long>(got),
+            static_cast<unsigned long long>(expect_split ? want_get : 0));
+      CHECK(!expect_split || got > 0, "the receiver read nothing by get");
       wait(sync, post([&] {
              return lci::post_send(peer, &read, sizeof(read), 999999, sync);
            }));
