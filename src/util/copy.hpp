@@ -1,7 +1,8 @@
 // copy_small: a copy of at most 32 bytes without a call to memcpy.
+// copy_medium: the same up to 128 bytes.
 // copy_large: a copy of buffers of kilobytes whose addresses the caller
 // does not choose (a user buffer and a page-aligned shared slot or a ring).
-// copy_bytes, which uses copy_small up to 32 bytes and copy_large from
+// copy_bytes, which copies inline up to 64 bytes and uses copy_large from
 // kLargeCopy: for the paths that move a message of any size (the shm
 // ring's push, an eager payload into its buffer).
 // Thread safety: pure functions.
@@ -41,6 +42,25 @@ inline void copy_small(unsigned char* dst, const void* src, size_t n)
     for (size_t i = 0; i < n; ++i) dst[i] = s[i];
 }
 
+// The largest copy copy_medium makes.
+constexpr size_t kMediumCopy = 128;
+
+// Copies n <= kMediumCopy bytes without a call: copy_small up to 32 bytes,
+// else two overlapping moves of 32 or 64 bytes (never a byte outside
+// [src, src + n)). A small message's copies (into a ring, out of it, into
+// the user's buffer) are a few such moves each; memcpy's call and size
+// dispatch would cost as many instructions again.
+inline void copy_medium(unsigned char* dst, const void* src, size_t n)
+{
+  const auto* s = static_cast<const unsigned char*>(src);
+  if (n <= 32)
+    copy_small(dst, s, n);
+  else if (n <= 64)
+    copy_two<32>(dst, s, n);
+  else
+    copy_two<64>(dst, s, n);
+}
+
 // The size from which copy_large checks the distance between its buffers:
 // glibc's `rep_movsb_threshold` on CPUs with fast short string moves
 // (FSRM), where its memcpy turns from a loop of vector moves, which 4 KiB
@@ -76,11 +96,16 @@ inline void copy_large(void* dst, const void* src, size_t n)
 
 // A copy of any size whose addresses the caller does not choose (a
 // message between a ring or packet and a user buffer): copy_small up to 32
-// bytes, memcpy below kLargeCopy, copy_large from there.
+// bytes, two 32-byte moves up to 64 (above, without wider vector moves
+// than the build's, memcpy's costs fewer instructions), memcpy below
+// kLargeCopy, copy_large from there.
 inline void copy_bytes(void* dst, const void* src, size_t n)
 {
+  auto* d = static_cast<unsigned char*>(dst);
   if (n <= 32)
-    copy_small(static_cast<unsigned char*>(dst), src, n);
+    copy_small(d, src, n);
+  else if (n <= 64)
+    copy_two<32>(d, static_cast<const unsigned char*>(src), n);
   else if (n < kLargeCopy)
     std::memcpy(dst, src, n);
   else
