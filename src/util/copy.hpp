@@ -16,15 +16,33 @@
 namespace lci::util
 {
 
-// n (W to 2W) bytes as two overlapping moves of W bytes, both loads first
+// 16 bytes in one vector register
+typedef unsigned char bytes16_t __attribute__((vector_size(16)));
+
+// n (W to 2W) bytes as two overlapping moves of W bytes, all loads first;
+// above 16 bytes in vectors of 16 (so the compiler keeps them in
+// registers instead of staging them on the stack)
 template <size_t W>
 inline void copy_two(unsigned char* dst, const unsigned char* src, size_t n)
 {
-  unsigned char x[W], y[W];
-  std::memcpy(x, src, W);
-  std::memcpy(y, src + n - W, W);
-  std::memcpy(dst, x, W);
-  std::memcpy(dst + n - W, y, W);
+  if constexpr (W <= 16) {
+    unsigned char x[W], y[W];
+    std::memcpy(x, src, W);
+    std::memcpy(y, src + n - W, W);
+    std::memcpy(dst, x, W);
+    std::memcpy(dst + n - W, y, W);
+  } else {
+    constexpr size_t k = W / 16;
+    bytes16_t x[k], y[k];
+    for (size_t i = 0; i < k; ++i) {
+      std::memcpy(&x[i], src + 16 * i, 16);
+      std::memcpy(&y[i], src + n - W + 16 * i, 16);
+    }
+    for (size_t i = 0; i < k; ++i) {
+      std::memcpy(dst + 16 * i, &x[i], 16);
+      std::memcpy(dst + n - W + 16 * i, &y[i], 16);
+    }
+  }
 }
 
 // Copies n <= 32 bytes without a call: two overlapping moves of the

@@ -218,7 +218,9 @@ class ring_producer_t
       idx = tail_ & (nslots_ - 1);
     }
     slot_t* s = &slots_[idx];
-    unsigned char* p = s->payload;
+    // (the payload runs on past the header slot: not s->payload, an array
+    // of one slot's bytes)
+    unsigned char* p = reinterpret_cast<unsigned char*>(s) + kRingHeader;
     if (alen == 16) {  // the core's wire header: a fixed copy, inline
       std::memcpy(p, a, 16);
       p += 16;
