@@ -20,9 +20,10 @@
 // plus a peek per hot ring.
 //
 // Receiving: peek and consume. A message (kMsg) of up to kCopyMax bytes is
-// copied into the poller's scratch buffer while it has room (one that fits
-// its header slot, 24 bytes: an LCI header and up to 8 bytes, as a fixed
-// 24 bytes, inline) and its slots consumed at once; a larger one is not
+// copied into the poller's scratch buffer while it has room (by the drain
+// loop itself: one that fits its header slot, 24 bytes, an LCI header and
+// up to 8 bytes, as a fixed 24 bytes; up to 128 bytes with a few fixed
+// moves; above with memcpy) and its slots consumed at once; a larger one is not
 // copied by the backend: poll_comp hands the core a
 // message cqe pointing at its payload in the ring (the ring lends it,
 // ring.hpp take) and keeps the consumer lock; the core delivers every cqe
@@ -377,13 +378,13 @@ class shm_device_t final : public net_device_t
 
   // Handles the messages of ring r while there is room for completions:
   // a message (kMsg) up to kCopyMax is copied into the scratch buffer and
-  // consumed (one of one slot here, inline), a larger one lent in place,
-  // both as message cqes; every other type is handled by
-  // handle_other and consumed; then publishes the ring's head, unless it lent
-  // messages (the ring goes in lent_, release publishes). The common case works
-  // on local copies of the ring's consumer state and of the scratch position
-  // (registers: the copy into the scratch may alias any member). Returns
-  // the completions' count (n before it) and whether the ring was seen
+  // consumed (here, while the scratch has kCopyMax bytes left), a larger
+  // one lent in place, both as message cqes; every other type is handled
+  // by handle_other and consumed; then publishes the ring's head, unless it
+  // lent messages (the ring goes in lent_, release publishes). The common case
+  // works on local copies of the ring's consumer state and of the scratch
+  // position (registers: the copy into the scratch may alias any member).
+  // Returns the completions' count (n before it) and whether the ring was seen
   // empty, in registers.
   struct drained_t {
     size_t n;
@@ -398,12 +399,11 @@ class shm_device_t final : public net_device_t
   [[gnu::noinline]] uint64_t cool_down(size_t w, uint64_t hot, uint64_t cool,
                                        uint64_t* pending);
 
-  // A ring message that is not a one-slot kMsg: a larger kMsg copied or
-  // lent (or, in a raw poll, delivered into a posted receive), or RMA
-  // data, immediate
-  // data, acks; `m` by value, so that the common path keeps its message in
-  // registers. False when the message must stay in the ring (a raw poll
-  // with no receive posted).
+  // A ring message drain_ring does not copy itself: a kMsg copied into
+  // the scratch's last bytes or lent (or, in a raw poll, delivered into a
+  // posted receive), or RMA data, immediate data, acks; `m` by value, so that
+  // the common path keeps its message in registers. False when the message must
+  // stay in the ring (a raw poll with no receive posted).
   [[gnu::noinline]] bool handle_other(int r, ring_consumer_t::msg_t m,
                                       cqe_t* out, size_t* n);
 
