@@ -343,6 +343,8 @@ class shm_device_t final : public net_device_t
     // read)
     if (!word || __atomic_load_n(word, __ATOMIC_SEQ_CST) != kPoison)
       return false;
+    if (const char* next = watch_next_.load(std::memory_order_relaxed))
+      __builtin_prefetch(next, 0, 3);
     const uint32_t left = quiet_left_.load(std::memory_order_relaxed);
     if (!left ||
         (__atomic_load_n(bell0_, __ATOMIC_RELAXED) &
@@ -460,6 +462,13 @@ class shm_device_t final : public net_device_t
   // at arming minus what is left, for ring watch_ring_, under lock_).
   alignas(64) std::atomic<const uint64_t*> watch_{nullptr};
   std::atomic<uint64_t> watch_bits_{0};
+  // the line after the watched header's, read by each quiet poll when the
+  // ring's last message was of at most kOwnMin slots (else null): the
+  // next small message's payload continues there, and a poll that holds
+  // it brings it back together with the header's line instead of after
+  // it. (After a larger message the producer owns that line ahead,
+  // ring.hpp own_next, and a read would only take it back.)
+  std::atomic<const char*> watch_next_{nullptr};
   std::atomic<uint32_t> quiet_left_{0};
   uint32_t quiet_budget_ = 0;
   int watch_ring_ = -1;

@@ -92,6 +92,7 @@ void shm_device_t::arm_quiet()
   }
   const uint64_t* word = &kQuietWord;
   uint32_t budget = idle_polls_;  // no ring to cool down
+  const char* next = nullptr;
   if (hot) {
     const int r = __builtin_ctzll(hot);
     // the empty polls left before the ring cools down; the last one is a
@@ -103,7 +104,11 @@ void shm_device_t::arm_quiet()
     budget = idle_polls_ - idle_[r] - 1;
     word = rx_[r].head_word();
     watch_ring_ = r;
+    if (rx_[r].last_slots() <= kOwnMin)
+      next = reinterpret_cast<const char*>(
+          (reinterpret_cast<uintptr_t>(word) | 63) + 1);
   }
+  watch_next_.store(next, std::memory_order_relaxed);
   quiet_budget_ = budget;
   quiet_left_.store(budget, std::memory_order_relaxed);
   watch_bits_.store(hot, std::memory_order_relaxed);
