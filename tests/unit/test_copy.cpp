@@ -1,9 +1,9 @@
 // util/copy.hpp: copy_large, copy_bytes and copy_backward give memcpy's
 // bytes for the distances between source and destination modulo 4 KiB
 // (the backward copy of the aliased distances and memcpy for the others),
-// at sizes around each switch (32 bytes, kLargeCopy) and with tails that
-// are not a multiple of the backward copy's blocks, and write nothing
-// outside the destination.
+// at sizes around each switch (32 and 64 bytes, kLargeCopy), copy_medium
+// at every size, and with tails that are not a multiple of the backward
+// copy's blocks, and write nothing outside the destination.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -83,15 +83,29 @@ TEST(CopyBackward, EveryTail)
 
 TEST(CopyBytes, EverySwitchAndGap)
 {
-  // copy_small up to 32 bytes, memcpy below kLargeCopy, copy_large above:
-  // the sizes of the shm eager messages (payload and 16-byte header) too
+  // copy_small up to 32 bytes, two 32-byte moves up to 64, memcpy below
+  // kLargeCopy, copy_large above: the sizes of the shm eager messages
+  // (payload and 16-byte header) too
   const size_t k = lci::util::kLargeCopy;
   std::vector<size_t> sizes;
-  for (size_t n = 0; n <= 40; ++n) sizes.push_back(n);
+  for (size_t n = 0; n <= 140; ++n) sizes.push_back(n);
   for (size_t n : {size_t(1024), k - 1, k, k + 1, size_t(4096 + 16),
                    size_t(8192 + 16), size_t(16368)})
     sizes.push_back(n);
   check_copies(lci::util::copy_bytes, "copy_bytes", sizes, near_gaps());
+}
+
+TEST(CopyMedium, EverySize)
+{
+  // copy_small up to 32 bytes, two overlapping moves of 32 then 64 bytes
+  // up to kMediumCopy (the native shm receive's inline copy)
+  std::vector<size_t> sizes;
+  for (size_t n = 0; n <= lci::util::kMediumCopy; ++n) sizes.push_back(n);
+  check_copies(
+      [](void* d, const void* s, size_t n) {
+        lci::util::copy_medium(static_cast<unsigned char*>(d), s, n);
+      },
+      "copy_medium", sizes, {0, 1, 8, 16, 24, 31, 32, 63, 64, 4095});
 }
 
 TEST(CopyLarge, EveryGapAndTail)

@@ -602,6 +602,64 @@ TEST_P(P2pProvider, TinyPacketPool)
   lci::free_runtime(&rt);
 }
 
+// Every size from 0 to 300 bytes, where the native shm backend copies a
+// message into the poll's scratch by size class (the header slot's fixed
+// 24 bytes, inline moves up to 128 bytes, memcpy up to its copy limit) or
+// lends it: all sent before any receive (unexpected, a poll of many
+// messages filling its scratch), then all received before any send
+// (expected, a poll of one or a few); each lands whole, with nothing
+// written past its size in the receive buffer.
+TEST_P(P2pProvider, EverySmallSizeWhole)
+{
+  constexpr size_t kMax = 300;
+  constexpr size_t kGuard = 64;
+  const size_t n = kMax + 1;
+  std::vector<std::vector<unsigned char>> out(n), in(n);
+  for (size_t i = 0; i < n; ++i) {
+    out[i].resize(i);
+    fill_pattern(out[i].data(), i, seed_of(0, i));
+  }
+  for (bool unexpected : {true, false}) {
+    for (size_t i = 0; i < n; ++i) in[i].assign(i + kGuard, 0xee);
+    lci::comp_t recvs = lci::alloc_counter();
+    lci::comp_t sends = lci::alloc_counter();
+    auto send_all = [&] {
+      for (size_t i = 0; i < n; ++i) {
+        lci::status_t st = lci_test::post_retry(
+            [&] { return lci::post_send(0, out[i].data(), i, i, sends); });
+        ASSERT_TRUE(st.is_done()) << i;
+      }
+    };
+    if (unexpected) {
+      send_all();
+      progress_until_quiet();
+    }
+    int64_t at_once = 0;  // receives done in the post
+    for (size_t i = 0; i < n; ++i) {
+      lci::status_t st = lci::post_recv(0, in[i].data(), i, i, recvs);
+      ASSERT_FALSE(st.is_retry()) << i;
+      if (st.is_done()) {
+        EXPECT_EQ(st.size, i);
+        ++at_once;
+      }
+    }
+    EXPECT_EQ(at_once, unexpected ? static_cast<int64_t>(n) : 0);
+    if (!unexpected) send_all();
+    ASSERT_TRUE(progress_until([&] {
+      return lci::counter_get(recvs) + at_once == static_cast<int64_t>(n);
+    }));
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(first_pattern_mismatch(in[i].data(), i, seed_of(0, i)), -1)
+          << "size " << i << (unexpected ? ", unexpected" : ", expected");
+      for (size_t k = i; k < i + kGuard; ++k)
+        ASSERT_EQ(in[i][k], 0xee)
+            << "size " << i << ": byte " << k << " written past the message";
+    }
+    lci::free_comp(&sends);
+    lci::free_comp(&recvs);
+  }
+}
+
 // Transfers cut into many small fragments through a device with a short
 // send queue: the progress engine posts what the queue takes and leaves the
 // rest in the backlog; everything arrives.

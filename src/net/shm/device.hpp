@@ -20,9 +20,10 @@
 // plus a peek per hot ring.
 //
 // Receiving: peek and consume. A message (kMsg) of up to kCopyMax bytes is
-// copied into the poller's scratch buffer while it has room (one that fits
-// its header slot, 24 bytes: an LCI header and up to 8 bytes, as a fixed
-// 24 bytes, inline) and its slots consumed at once; a larger one is not
+// copied into the poller's scratch buffer while it has room (by the drain
+// loop itself: one that fits its header slot, 24 bytes, an LCI header and
+// up to 8 bytes, as a fixed 24 bytes; up to 128 bytes with a few fixed
+// moves; above with memcpy) and its slots consumed at once; a larger one is not
 // copied by the backend: poll_comp hands the core a
 // message cqe pointing at its payload in the ring (the ring lends it,
 // ring.hpp take) and keeps the consumer lock; the core delivers every cqe
@@ -346,6 +347,8 @@ class shm_device_t final : public net_device_t
     // read)
     if (!word || __atomic_load_n(word, __ATOMIC_SEQ_CST) != kPoison)
       return false;
+    if (const char* next = watch_next_.load(std::memory_order_relaxed))
+      __builtin_prefetch(next, 0, 3);
     const uint32_t left = quiet_left_.load(std::memory_order_relaxed);
     if (!left ||
         (__atomic_load_n(bell0_, __ATOMIC_RELAXED) &
@@ -381,13 +384,13 @@ class shm_device_t final : public net_device_t
 
   // Handles the messages of ring r while there is room for completions:
   // a message (kMsg) up to kCopyMax is copied into the scratch buffer and
-  // consumed (one of one slot here, inline), a larger one lent in place,
-  // both as message cqes; every other type is handled by
-  // handle_other and consumed; then publishes the ring's head, unless it lent
-  // messages (the ring goes in lent_, release publishes). The common case works
-  // on local copies of the ring's consumer state and of the scratch position
-  // (registers: the copy into the scratch may alias any member). Returns
-  // the completions' count (n before it) and whether the ring was seen
+  // consumed (here, while the scratch has kCopyMax bytes left), a larger
+  // one lent in place, both as message cqes; every other type is handled
+  // by handle_other and consumed; then publishes the ring's head, unless it
+  // lent messages (the ring goes in lent_, release publishes). The common case
+  // works on local copies of the ring's consumer state and of the scratch
+  // position (registers: the copy into the scratch may alias any member).
+  // Returns the completions' count (n before it) and whether the ring was seen
   // empty, in registers.
   struct drained_t {
     size_t n;
@@ -402,12 +405,11 @@ class shm_device_t final : public net_device_t
   [[gnu::noinline]] uint64_t cool_down(size_t w, uint64_t hot, uint64_t cool,
                                        uint64_t* pending);
 
-  // A ring message that is not a one-slot kMsg: a larger kMsg copied or
-  // lent (or, in a raw poll, delivered into a posted receive), or RMA
-  // data, immediate
-  // data, acks; `m` by value, so that the common path keeps its message in
-  // registers. False when the message must stay in the ring (a raw poll
-  // with no receive posted).
+  // A ring message drain_ring does not copy itself: a kMsg copied into
+  // the scratch's last bytes or lent (or, in a raw poll, delivered into a
+  // posted receive), or RMA data, immediate data, acks; `m` by value, so that
+  // the common path keeps its message in registers. False when the message must
+  // stay in the ring (a raw poll with no receive posted).
   [[gnu::noinline]] bool handle_other(int r, ring_consumer_t::msg_t m,
                                       cqe_t* out, size_t* n);
 
@@ -464,6 +466,13 @@ class shm_device_t final : public net_device_t
   // at arming minus what is left, for ring watch_ring_, under lock_).
   alignas(64) std::atomic<const uint64_t*> watch_{nullptr};
   std::atomic<uint64_t> watch_bits_{0};
+  // the line after the watched header's, read by each quiet poll when the
+  // ring's last message was of at most kOwnMin slots (else null): the
+  // next small message's payload continues there, and a poll that holds
+  // it brings it back together with the header's line instead of after
+  // it. (After a larger message the producer owns that line ahead,
+  // ring.hpp own_next, and a read would only take it back.)
+  std::atomic<const char*> watch_next_{nullptr};
   std::atomic<uint32_t> quiet_left_{0};
   uint32_t quiet_budget_ = 0;
   int watch_ring_ = -1;

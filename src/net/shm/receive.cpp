@@ -92,6 +92,7 @@ void shm_device_t::arm_quiet()
   }
   const uint64_t* word = &kQuietWord;
   uint32_t budget = idle_polls_;  // no ring to cool down
+  const char* next = nullptr;
   if (hot) {
     const int r = __builtin_ctzll(hot);
     // the empty polls left before the ring cools down; the last one is a
@@ -103,7 +104,11 @@ void shm_device_t::arm_quiet()
     budget = idle_polls_ - idle_[r] - 1;
     word = rx_[r].head_word();
     watch_ring_ = r;
+    if (rx_[r].last_slots() <= kOwnMin)
+      next = reinterpret_cast<const char*>(
+          (reinterpret_cast<uintptr_t>(word) | 63) + 1);
   }
+  watch_next_.store(next, std::memory_order_relaxed);
   quiet_budget_ = budget;
   quiet_left_.store(budget, std::memory_order_relaxed);
   watch_bits_.store(hot, std::memory_order_relaxed);
@@ -190,6 +195,21 @@ shm_device_t::drained_t shm_device_t::drain_ring(int r, cqe_t* out, size_t max,
       out[n++] = cqe_t{cqe_t::kind_t::message, scratch, m.length, 0, nullptr};
       scratch += kSlot;
       left -= kSlot;
+      c.pop(m);
+      continue;
+    }
+    if (m.type == kMsg && m.length <= kCopyMax && left >= kCopyMax) {
+      // a few slots: copied here (up to four slots with a few fixed moves,
+      // no call), consumed at once, as above
+      if (m.length <= util::kMediumCopy)
+        util::copy_medium(reinterpret_cast<unsigned char*>(scratch), m.payload,
+                          m.length);
+      else
+        std::memcpy(scratch, m.payload, m.length);
+      out[n++] = cqe_t{cqe_t::kind_t::message, scratch, m.length, 0, nullptr};
+      const size_t room = (m.length + 15) & ~size_t(15);
+      scratch += room;
+      left -= room;
       c.pop(m);
       continue;
     }

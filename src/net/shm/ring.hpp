@@ -218,7 +218,9 @@ class ring_producer_t
       idx = tail_ & (nslots_ - 1);
     }
     slot_t* s = &slots_[idx];
-    unsigned char* p = s->payload;
+    // (the payload runs on past the header slot: not s->payload, an array
+    // of one slot's bytes)
+    unsigned char* p = reinterpret_cast<unsigned char*>(s) + kRingHeader;
     if (alen == 16) {  // the core's wire header: a fixed copy, inline
       std::memcpy(p, a, 16);
       p += 16;
@@ -411,7 +413,8 @@ class ring_consumer_t
   // Consumes the message peek() returned.
   void pop(const msg_t& m)
   {
-    head_ += slots_for(m.length);
+    last_slots_ = slots_for(m.length);
+    head_ += last_slots_;
     maybe_publish();
   }
 
@@ -420,9 +423,13 @@ class ring_consumer_t
   // calls once done with the bytes of every message it took.
   void take(const msg_t& m)
   {
-    head_ += slots_for(m.length);
+    last_slots_ = slots_for(m.length);
+    head_ += last_slots_;
     lent_ = true;
   }
+
+  // the slots of the last message popped or taken
+  uint64_t last_slots() const { return last_slots_; }
 
   // whether messages taken in place wait for publish()
   bool lent() const { return lent_; }
@@ -459,6 +466,7 @@ class ring_consumer_t
   ring_ctrl_t* ctrl_ = nullptr;
   uint64_t head_ = 0;
   uint64_t published_ = 0;
+  uint64_t last_slots_ = 0;
   bool lent_ = false;
 };
 
