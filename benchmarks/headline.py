@@ -182,6 +182,9 @@ RUNS = {
             "Native shm RMA: small transfers"),
     "split": (SHM, "f36bea1, 2026-11-28", "rdv_split_sweep_2026-11-28.csv",
               "The split rendezvous on native shm"),
+    "sweep": (SHM, "f6f7220, 2026-11-28",
+              "sendrecv_sweep_f6f7220_2026-11-28.csv",
+              "Everything merged on 2026-11-28, second round"),
     "threads": (OFI_SHM, "3e1a5a5, 2026-11-24", "msgrate-threads.results.csv",
                 "Threads through loopback"),
     "coll": (SHM, "648e5f5, 2026-11-28", "coll_648e5f5_2026-11-28.csv",
@@ -231,6 +234,10 @@ ROWS = [
      lambda f, size=size: results(f, "bandwidth", size, MPIS + ["fi"], False,
                                   True, scale=1e-3, op="sendrecv"))
     for label, size in (("16 KiB", 16 * KIB),)
+] + [
+    ("sweep", "bandwidth send/recv, %s, window 64" % label, "GB/s", False, 2,
+     lambda f, size=size: sweep(f, "bandwidth", size, scale=1e-3))
+    for label, size in (("20 KiB", 20 * KIB), ("32 KiB", 32 * KIB))
 ] + [
     ("split", "bandwidth send/recv, %s, window 64" % label, "GB/s", False, 2,
      lambda f, size=size: sweep(f, "bandwidth", size, scale=1e-3))
