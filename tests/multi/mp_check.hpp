@@ -48,6 +48,29 @@ inline void add_bytes(const void* l, const void* r, void* d, size_t n)
   for (size_t i = 0; i < n; ++i) o[i] = static_cast<unsigned char>(a[i] + b[i]);
 }
 
+// Posts with `op` (a callable returning lci::status_t) until the post is
+// not a retry, making progress in between: on the global runtime's default
+// device, or on `dev`.
+template <typename Op>
+lci::status_t post_retrying(const Op& op)
+{
+  for (;;) {
+    lci::status_t s = op();
+    if (!s.is_retry()) return s;
+    lci::progress();
+  }
+}
+
+template <typename Op>
+lci::status_t post_retrying(const Op& op, lci::device_t dev)
+{
+  for (;;) {
+    lci::status_t s = op();
+    if (!s.is_retry()) return s;
+    lci::progress_x().device(dev)();
+  }
+}
+
 // The exit status of a test once its checks ran: 1, saying how many
 // failed, or 0.
 inline int exit_status()

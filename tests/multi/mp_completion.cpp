@@ -49,16 +49,6 @@ bool verify(const void* p, size_t size, int src, lci::tag_t tag)
   return true;
 }
 
-template <typename Op>
-lci::status_t post(const Op& op, lci::device_t dev)
-{
-  for (;;) {
-    lci::status_t s = op();
-    if (!s.is_retry()) return s;
-    lci::progress_x().device(dev)();
-  }
-}
-
 // Waits (driving progress on dev) until pred() holds; false after 60 s.
 template <typename P>
 bool wait_for(P pred, lci::device_t dev)
@@ -123,7 +113,7 @@ void check_network_completion(lci::device_t dev_b, lci::rcomp_t go_rcomp,
   // rank 1 says when it has stopped progressing device B
   if (g_rank == 1) {
     char ready = 1;
-    post(
+    mp::post_retrying(
         [&] {
           return lci::post_am_x(peer, &ready, 1, lci::COMP_NULL_RETRY, go_rcomp)
               .device(dev_a)();
@@ -162,13 +152,13 @@ void check_network_completion(lci::device_t dev_b, lci::rcomp_t go_rcomp,
     }
     // tell rank 1 to receive
     char go = 1;
-    post(
+    mp::post_retrying(
         [&] {
           return lci::post_am_x(peer, &go, 1, lci::COMP_NULL_RETRY, go_rcomp)
               .device(dev_a)();
         },
         dev_a);
-    if (s.is_retry()) s = post(send, dev_b);
+    if (s.is_retry()) s = mp::post_retrying(send, dev_b);
     CHECK(s.is_posted(), "network send returned %s", s.error.get_str());
     if (!early)
       CHECK(wait_for([&] { return lci::sync_test(sync, &c); }, dev_b),
@@ -213,7 +203,7 @@ void exchange(lci::rcomp_t counter_rcomp, lci::comp_t remote_counter,
   int recv_done_now = 0;
   std::vector<lci::status_t> recv_statuses;
   for (int i = 0; i < nrecv; ++i) {
-    lci::status_t s = post(
+    lci::status_t s = mp::post_retrying(
         [&] {
           return lci::post_recv_x(peer, rbufs[i].data(), 1000, 5000 + i, rcq)
               .device(dev)
@@ -235,7 +225,7 @@ void exchange(lci::rcomp_t counter_rcomp, lci::comp_t remote_counter,
       CHECK(wait_for([&] { return (up = lci::get_upacket()) != nullptr; }, dev),
             "no user packet");
       fill(up, sizes[k], g_rank, tag);
-      lci::status_t s = post(
+      lci::status_t s = mp::post_retrying(
           [&] {
             return lci::post_am_x(peer, up, sizes[k], local,
                                   checked ? checker_rcomp : counter_rcomp)
@@ -253,7 +243,7 @@ void exchange(lci::rcomp_t counter_rcomp, lci::comp_t remote_counter,
     // a send with user_context through allow_done(false)
     std::vector<unsigned char> out(1000);
     fill(out.data(), out.size(), g_rank, 5000 + round);
-    lci::status_t s = post(
+    lci::status_t s = mp::post_retrying(
         [&] {
           return lci::post_send_x(peer, out.data(), out.size(), 5000 + round,
                                   local)

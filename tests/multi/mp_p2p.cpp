@@ -66,20 +66,11 @@ void wait_until(Pred pred, const char* what)
   }
 }
 
-template <typename Op>
-lci::status_t post(Op&& op)
-{
-  for (;;) {
-    lci::status_t s = op();
-    if (!s.is_retry()) return s;
-    lci::progress();
-  }
-}
-
 // Small blocking messages for the handshakes between phases.
 void send_value(int to, uint64_t tag, uint64_t v)
 {
-  post([&] { return lci::post_send(to, &v, sizeof(v), tag, lci::COMP_NULL); });
+  mp::post_retrying(
+      [&] { return lci::post_send(to, &v, sizeof(v), tag, lci::COMP_NULL); });
 }
 uint64_t recv_value(int from, uint64_t tag)
 {
@@ -116,7 +107,7 @@ std::vector<lci::rmr_t> exchange_rmrs(lci::rmr_t mine, uint64_t tag)
     if (s.is_done()) lci::comp_signal(sync, s);
   }
   for (int r = 0; r < n; ++r)
-    post([&] {
+    mp::post_retrying([&] {
       return lci::post_send(r, &mine, sizeof(mine), tag, lci::COMP_NULL);
     });
   wait_until([&] { return lci::sync_test(sync, nullptr); }, "rmrs");
@@ -213,7 +204,7 @@ void phase_rma(const std::vector<size_t>& sizes)
       o.resize(size);
       fill(o.data(), size, me, k);
       // put: signal on odd k
-      lci::status_t s = post([&] {
+      lci::status_t s = mp::post_retrying([&] {
         return lci::post_put_x(p, o.data(), size, local,
                                (me * nsizes + k) * slot, trmr[p])
             .tag(k)
@@ -225,7 +216,7 @@ void phase_rma(const std::vector<size_t>& sizes)
       // get: signal on even k
       auto& i = in[p * nsizes + k];
       i.assign(size, 0);
-      s = post([&] {
+      s = mp::post_retrying([&] {
         return lci::post_get_x(p, i.data(), size, local, k * slot, srmr[p])
             .tag(nsizes + k)
             .remote_comp(k % 2 ? lci::RCOMP_NULL : rcomp)();
@@ -316,7 +307,7 @@ void phase_big(size_t big, size_t flood)
     unsigned char msg[8];
     for (size_t i = 0; i < flood && !abandon.load(); ++i) {
       fill(msg, 8, me, i);
-      post([&] {
+      mp::post_retrying([&] {
         return lci::post_am_x(to, msg, 8, lci::COMP_NULL_RETRY, rcomp).tag(i)();
       });
     }
@@ -347,7 +338,7 @@ void phase_big(size_t big, size_t flood)
   CHECK(r.is_posted() || big <= lci::get_max_bcopy_size(), "big recv %s",
         r.error.get_str());
   if (r.is_done()) lci::comp_signal(sync, r);
-  lci::status_t s = post(
+  lci::status_t s = mp::post_retrying(
       [&] { return lci::post_send(to, sendbuf.data(), big, kBigSend, sync); });
   if (s.is_done()) lci::comp_signal(sync, s);
   wait_until([&] { return lci::sync_test(sync, nullptr); }, "big send/recv");

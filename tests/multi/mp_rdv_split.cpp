@@ -62,17 +62,6 @@ size_t expected_get(size_t size, size_t direct)
   return size >= direct && size / 2 < direct + kPage ? size : 0;
 }
 
-// Posts until not retry (progress in between).
-template <typename Op>
-lci::status_t post(const Op& op)
-{
-  for (;;) {
-    lci::status_t s = op();
-    if (!s.is_retry()) return s;
-    lci::progress();
-  }
-}
-
 lci::status_t wait(lci::comp_t sync, lci::status_t s)
 {
   if (s.is_posted()) lci::sync_wait(sync, &s);
@@ -140,9 +129,10 @@ int main(int argc, char** argv)
           std::memset(buf, 0, size);
           want_tail += expected_tail(size, buf, direct);
           want_get += expected_get(size, direct);
-          lci::status_t s = wait(
-              sync,
-              post([&] { return lci::post_recv(peer, buf, size, tag, sync); }));
+          lci::status_t s =
+              wait(sync, mp::post_retrying([&] {
+                     return lci::post_recv(peer, buf, size, tag, sync);
+                   }));
           CHECK(s.is_done() && s.size == size, "recv of %zu", size);
           size_t bad = size;
           for (size_t i = 0; i < size && bad == size; ++i)
@@ -153,9 +143,10 @@ int main(int argc, char** argv)
                 bad < size ? byte_of(size, bad) : 0);
         } else {
           for (size_t i = 0; i < size; ++i) buf[i] = byte_of(size, i);
-          lci::status_t s = wait(
-              sync,
-              post([&] { return lci::post_send(peer, buf, size, tag, sync); }));
+          lci::status_t s =
+              wait(sync, mp::post_retrying([&] {
+                     return lci::post_send(peer, buf, size, tag, sync);
+                   }));
           CHECK(s.is_done(), "send of %zu", size);
         }
       }
@@ -174,12 +165,12 @@ int main(int argc, char** argv)
             static_cast<unsigned long long>(got),
             static_cast<unsigned long long>(expect_split ? want_get : 0));
       CHECK(!expect_split || got > 0, "the receiver read nothing by get");
-      wait(sync, post([&] {
+      wait(sync, mp::post_retrying([&] {
              return lci::post_send(peer, &read, sizeof(read), 999999, sync);
            }));
     } else {
       uint64_t peer_read = 0;
-      wait(sync, post([&] {
+      wait(sync, mp::post_retrying([&] {
              return lci::post_recv(peer, &peer_read, sizeof(peer_read), 999999,
                                    sync);
            }));
@@ -200,7 +191,7 @@ int main(int argc, char** argv)
     const size_t am_size = (size_t(1) << 20) + 5;
     if (rank == 0) {
       for (size_t i = 0; i < am_size; ++i) base[i] = byte_of(am_size, i);
-      wait(sync, post([&] {
+      wait(sync, mp::post_retrying([&] {
              return lci::post_am(peer, base, am_size, sync, rcomp);
            }));
     } else {
@@ -225,13 +216,13 @@ int main(int argc, char** argv)
     const size_t busy_size = size_t(4) << 20;
     if (rank == 0) {
       for (size_t i = 0; i < busy_size; ++i) base[i] = byte_of(busy_size, i);
-      lci::status_t s = post(
+      lci::status_t s = mp::post_retrying(
           [&] { return lci::post_send(peer, base, busy_size, 77777, sync); });
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       wait(sync, s);
     } else {
       std::memset(base, 0, busy_size);
-      wait(sync, post([&] {
+      wait(sync, mp::post_retrying([&] {
              return lci::post_recv(peer, base, busy_size, 77777, sync);
            }));
       size_t bad = busy_size;
@@ -247,10 +238,10 @@ int main(int argc, char** argv)
     std::string why;
     try {
       lci::status_t s =
-          rank == 0 ? post([&] {
+          rank == 0 ? mp::post_retrying([&] {
             return lci::post_send(peer, base, big, 4242, sync);
           })
-                    : post([&] {
+                    : mp::post_retrying([&] {
                         return lci::post_recv(peer, base, small, 4242, sync);
                       });
       CHECK(s.is_posted(), "the refused transfer's post: %s",
